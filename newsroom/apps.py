@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class NewsroomConfig(AppConfig):
+    name = "newsroom"
+    verbose_name = "Newsroom"
