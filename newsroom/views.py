@@ -10,4 +10,10 @@ from newsroom.sources.grouping import sources_by_category
 @login_required
 def dashboard(request: HttpRequest) -> HttpResponse:
     groups = sources_by_category(request.user)
-    return render(request, "newsroom/dashboard.html", {"groups": groups})
+    sources = [s for g in groups for s in g.sources]
+    failing = sum(1 for s in sources if s.is_failing)
+    return render(
+        request,
+        "newsroom/dashboard.html",
+        {"groups": groups, "total": len(sources), "failing": failing},
+    )
