@@ -60,7 +60,8 @@ def category_list(request: HttpRequest) -> HttpResponse:
 @login_required
 def category_edit(request: HttpRequest, pk: int) -> HttpResponse:
     category = _reader_category(request, pk)
-    form = CategoryForm(request.POST or None, instance=category, reader=request.user)
+    data = request.POST if request.method == "POST" else None
+    form = CategoryForm(data, instance=category, reader=request.user)
     if request.method == "POST":
         if form.is_valid():
             form.save()

@@ -172,7 +172,7 @@ def sniff_feed(body: bytes, content_type: str = "") -> FoundFeed | None:
     title = parsed.feed.get("title", "") if parsed.get("feed") else ""
     if version.startswith("atom"):
         fmt = "Atom"
-    elif version.startswith("rss09") and "rdf" in lowered.decode("ascii", "replace"):
+    elif version in ("rss10", "rss090"):  # RSS 1.0 and 0.90 are RDF documents
         fmt = "RDF"
     elif version.startswith("json"):
         fmt = "JSON Feed"

@@ -93,13 +93,13 @@ class ChooseFeedsForm(forms.Form):
 
 
 class SourceForm(forms.ModelForm):
+    # A plain text field: clean_url normalises (bare hosts get https://) and checks.
+    url = forms.CharField(label="Address", max_length=2000)
     category = ReaderCategoryField()
 
     class Meta:
         model = Source
         fields = ["title", "url", "kind", "category", "link_pattern"]
-        labels = {"url": "Address"}
-        widgets = {"url": forms.TextInput()}
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)

@@ -115,7 +115,7 @@ def parse_opml(data: bytes) -> OpmlDocument:
                     walk(outline, path, depth + 1)
             elif children:
                 if not label:
-                    raise OpmlError(f"{where.capitalize()} is a folder without a name.")
+                    raise OpmlError(f"{_cap(where)} is a folder without a name.")
                 name = CATEGORY_SEPARATOR.join([*path, label])
                 if len(name) > MAX_CATEGORY_NAME:
                     raise OpmlError(
@@ -127,7 +127,7 @@ def parse_opml(data: bytes) -> OpmlDocument:
                 walk(outline, [*path, label], depth + 1)
             else:
                 raise OpmlError(
-                    f"{where.capitalize()} has no xmlUrl: every outline must be a feed "
+                    f"{_cap(where)} has no xmlUrl: every outline must be a feed "
                     "(with an xmlUrl attribute) or a folder of feeds."
                 )
 
@@ -138,12 +138,12 @@ def parse_opml(data: bytes) -> OpmlDocument:
 def _feed(attrs: dict[str, str], url: str, label: str, path: list[str], where: str) -> OpmlFeed:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise OpmlError(f"{where.capitalize()} has xmlUrl {url!r}, which is not an http(s) address.")
+        raise OpmlError(f"{_cap(where)} has xmlUrl {url!r}, which is not an http(s) address.")
     if len(url) > MAX_URL:
-        raise OpmlError(f"{where.capitalize()} has an xmlUrl longer than {MAX_URL} characters.")
+        raise OpmlError(f"{_cap(where)} has an xmlUrl longer than {MAX_URL} characters.")
     kind = (attrs.get(KIND_ATTR) or "feed").strip()
     if kind not in KINDS:
-        raise OpmlError(f"{where.capitalize()} has {KIND_ATTR}={kind!r}; use one of {', '.join(KINDS)}.")
+        raise OpmlError(f"{_cap(where)} has {KIND_ATTR}={kind!r}; use one of {', '.join(KINDS)}.")
     site_url = (attrs.get("htmlUrl") or "").strip()
     if site_url and (urlsplit(site_url).scheme not in ("http", "https") or len(site_url) > MAX_URL):
         site_url = ""  # only a hint for display; a bad one is dropped, not fatal
@@ -155,6 +155,10 @@ def _feed(attrs: dict[str, str], url: str, label: str, path: list[str], where: s
         kind=kind,
         link_pattern=(attrs.get(PATTERN_ATTR) or "").strip(),
     )
+
+
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def _local(tag: object) -> str:

@@ -16,8 +16,11 @@ from newsroom.sources.opml_io import export_opml, import_opml, import_starter
 
 @login_required
 def opml_import(request: HttpRequest) -> HttpResponse:
-    form = OpmlUploadForm(request.POST or None, request.FILES or None)
-    if request.method == "POST" and form.is_valid():
+    if request.method == "POST":
+        form = OpmlUploadForm(request.POST, request.FILES)
+    else:
+        form = OpmlUploadForm()
+    if form.is_bound and form.is_valid():
         upload = form.cleaned_data["file"]
         if upload.size > MAX_BYTES:
             form.add_error(

@@ -167,7 +167,7 @@ def _create_feeds(request, picked, category, found) -> list[Source]:
 @login_required
 def source_edit(request: HttpRequest, pk: int) -> HttpResponse:
     source = _reader_source(request, pk)
-    form = SourceForm(request.POST or None, instance=source)
+    form = SourceForm(request.POST if request.method == "POST" else None, instance=source)
     if request.method == "POST":
         if form.is_valid():
             form.save()
