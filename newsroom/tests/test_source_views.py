@@ -16,9 +16,9 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def web(fetch, monkeypatch):
-    # The add view fetches through the app's fetch, here able to reach loopback.
-    monkeypatch.setattr("newsroom.sources.views.safe_fetch", fetch)
+def web(fetch):
+    # The add view fetches through the safe fetcher; `fetch` lets it reach loopback.
+    return fetch
 
 
 def test_list_shows_health_and_marks_failing_sources_red(alice_client, alice):
@@ -184,3 +184,14 @@ def test_move_does_not_follow_an_offsite_next(alice_client, alice):
     a = Source.objects.create(reader=alice, url="https://a.example/")
     response = alice_client.post(reverse("source_move", args=[a.pk]), {"category": "", "next": "https://evil.example/"})
     assert response["Location"] == reverse("category_list")
+
+
+def test_discovery_goes_through_the_safe_fetcher(alice_client, settings):
+    # Without NEWSROOM_ALLOW_PRIVATE_NETWORKS a loopback address is refused, not fetched.
+    settings.NEWSROOM_ALLOW_PRIVATE_NETWORKS = False
+    with serve({"/news.xml": Route(RSS, "application/rss+xml")}) as site:
+        response = alice_client.post(reverse("source_add"), {"url": site.url("/news.xml"), "kind": "feed"})
+        assert site.requests == []
+    assert response.status_code == 400
+    assert "Could not fetch" in response.content.decode()
+    assert not Source.objects.exists()
