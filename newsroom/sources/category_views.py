@@ -20,7 +20,10 @@ def _reader_category(request: HttpRequest, pk: int) -> Category:
 
 def _page(request: HttpRequest, form: CategoryForm, status: int = 200) -> HttpResponse:
     categories = list(
-        Category.objects.filter(reader=request.user).annotate(n=Count("sources"))
+        # Explicit order: Meta.ordering is not applied to a GROUP BY query.
+        Category.objects.filter(reader=request.user)
+        .annotate(n=Count("sources"))
+        .order_by("position", "name")
     )
     sources = Source.objects.filter(reader=request.user).select_related("category")
     by_category: dict[int | None, list[Source]] = {}

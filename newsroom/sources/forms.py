@@ -8,6 +8,16 @@ from newsroom.sources.discovery import InvalidURL, normalise_url
 from newsroom.sources.models import Category, Source
 
 
+class FieldLayout:
+    """Label, input, then what is wrong, then the hint: errors sit next to the input."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("label_suffix", "")
+        super().__init__(*args, **kwargs)
+        for field in self.fields.values():
+            field.template_name = "newsroom/forms/field.html"
+
+
 def clean_address(value: str) -> str:
     try:
         return normalise_url(value)
@@ -35,7 +45,7 @@ class ReaderCategoryField(forms.ModelChoiceField):
         super().__init__(queryset=Category.objects.none(), **kwargs)
 
 
-class AddSourceForm(forms.Form):
+class AddSourceForm(FieldLayout, forms.Form):
     url = forms.CharField(
         label="Site or feed address",
         max_length=2000,
@@ -46,8 +56,7 @@ class AddSourceForm(forms.Form):
     kind = forms.ChoiceField(
         choices=Source.Kind.choices,
         initial=Source.Kind.FEED,
-        help_text="Feed: we look for the site's feed. Scraped and browser-rendered pages "
-        "collect the links that match the link pattern.",
+        help_text="Feed: we find the site's feed. Pages: we collect their links.",
     )
     category = ReaderCategoryField()
     link_pattern = forms.CharField(
@@ -77,7 +86,7 @@ class AddSourceForm(forms.Form):
         return data
 
 
-class ChooseFeedsForm(forms.Form):
+class ChooseFeedsForm(FieldLayout, forms.Form):
     """The second step when a page offers several feeds: which ones to add."""
 
     feeds = forms.MultipleChoiceField(
@@ -92,7 +101,7 @@ class ChooseFeedsForm(forms.Form):
         self.fields["category"].queryset = Category.objects.filter(reader=reader)
 
 
-class SourceForm(forms.ModelForm):
+class SourceForm(FieldLayout, forms.ModelForm):
     # A plain text field: clean_url normalises (bare hosts get https://) and checks.
     url = forms.CharField(label="Address", max_length=2000)
     category = ReaderCategoryField()
@@ -123,7 +132,7 @@ class SourceForm(forms.ModelForm):
         pass
 
 
-class CategoryForm(forms.ModelForm):
+class CategoryForm(FieldLayout, forms.ModelForm):
     class Meta:
         model = Category
         fields = ["name", "description"]
@@ -148,20 +157,7 @@ class CategoryForm(forms.ModelForm):
         pass
 
 
-class MoveSourcesForm(forms.Form):
-    sources = forms.ModelMultipleChoiceField(
-        queryset=Source.objects.none(),
-        error_messages={"required": "Tick the sources to move."},
-    )
-    category = ReaderCategoryField()
-
-    def __init__(self, *args, reader, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.fields["sources"].queryset = Source.objects.filter(reader=reader)
-        self.fields["category"].queryset = Category.objects.filter(reader=reader)
-
-
-class OpmlUploadForm(forms.Form):
+class OpmlUploadForm(FieldLayout, forms.Form):
     file = forms.FileField(
         label="OPML file",
         help_text="An .opml or .xml export from another reader, up to 5 MB.",

@@ -66,6 +66,17 @@ def test_reorder_moves_one_place_and_stops_at_the_ends(alice_client, alice):
     assert list(Category.objects.filter(reader=alice).values_list("position", flat=True)) == [0, 1, 2]
 
 
+def test_the_page_shows_categories_in_their_order(alice_client, alice):
+    z = Category.objects.create(reader=alice, name="Zulu", position=0)
+    Category.objects.create(reader=alice, name="Alpha", position=1)
+    Source.objects.create(reader=alice, url="https://a.example/", category=z)
+    html = alice_client.get(reverse("category_list")).content.decode()
+    assert html.index("Zulu") < html.index("Alpha")
+    alice_client.post(reverse("category_down", args=[z.pk]))
+    html = alice_client.get(reverse("category_list")).content.decode()
+    assert html.index("Alpha") < html.index("Zulu")
+
+
 def test_reorder_needs_post(alice_client, alice):
     a = Category.objects.create(reader=alice, name="A")
     assert alice_client.get(reverse("category_up", args=[a.pk])).status_code == 405
