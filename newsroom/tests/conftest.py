@@ -11,3 +11,9 @@ def fetch(settings):
     from newsroom.sources.fetching import safe_fetch
 
     return safe_fetch
+
+
+@pytest.fixture(autouse=True)
+def fast_passwords(settings):
+    # Readers are created in most tests; the real hasher costs ~0.5 s each here.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
