@@ -40,7 +40,11 @@ class HealthFilter(admin.SimpleListFilter):
     parameter_name = "health"
 
     def lookups(self, request, model_admin):
-        return [("failing", "Failing"), ("ok", "Fetched fine"), ("never", "Never fetched")]
+        return [
+            ("failing", "Failing"),
+            ("ok", "Fetched fine"),
+            ("never", "Never fetched"),
+        ]
 
     def queryset(self, request, queryset):
         if self.value() == "failing":
@@ -48,7 +52,9 @@ class HealthFilter(admin.SimpleListFilter):
         if self.value() == "ok":
             return queryset.filter(error_count=0, last_success_at__isnull=False)
         if self.value() == "never":
-            return queryset.filter(last_fetched_at__isnull=True, last_success_at__isnull=True)
+            return queryset.filter(
+                last_fetched_at__isnull=True, last_success_at__isnull=True
+            )
         return queryset
 
 
@@ -75,7 +81,20 @@ class SourceAdmin(admin.ModelAdmin):
     actions = ["clear_errors"]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     fieldsets = [
-        (None, {"fields": ["reader", "title", "url", "site_url", "kind", "category", "link_pattern"]}),
+        (
+            None,
+            {
+                "fields": [
+                    "reader",
+                    "title",
+                    "url",
+                    "site_url",
+                    "kind",
+                    "category",
+                    "link_pattern",
+                ]
+            },
+        ),
         (
             "Health",
             {

@@ -50,7 +50,9 @@ def category_list(request: HttpRequest) -> HttpResponse:
         form = CategoryForm(request.POST, reader=request.user)
         if not form.is_valid():
             return _page(request, form, status=400)
-        last = Category.objects.filter(reader=request.user).aggregate(m=Max("position"))["m"]
+        last = Category.objects.filter(reader=request.user).aggregate(
+            m=Max("position")
+        )["m"]
         category = form.save(commit=False)
         category.reader = request.user
         category.position = 0 if last is None else last + 1
@@ -74,7 +76,10 @@ def category_edit(request: HttpRequest, pk: int) -> HttpResponse:
     else:
         status = 200
     return render(
-        request, "newsroom/category_edit.html", {"category": category, "form": form}, status=status
+        request,
+        "newsroom/category_edit.html",
+        {"category": category, "form": form},
+        status=status,
     )
 
 
@@ -85,7 +90,11 @@ def category_delete(request: HttpRequest, pk: int) -> HttpResponse:
     if request.method == "POST":
         name = category.name
         category.delete()  # sources keep living, uncategorised (SET_NULL)
-        tail = f"; its {count} source{'s are' if count != 1 else ' is'} now uncategorised" if count else ""
+        tail = (
+            f"; its {count} source{'s are' if count != 1 else ' is'} now uncategorised"
+            if count
+            else ""
+        )
         messages.success(request, f"Deleted the category {name}{tail}.")
         return redirect("category_list")
     return render(

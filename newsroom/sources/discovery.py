@@ -78,7 +78,9 @@ def normalise_url(raw: str) -> str:
         text = "https://" + text.lstrip("/")
     parts = urlsplit(text)
     if parts.scheme not in ("http", "https"):
-        raise InvalidURL(f"Only http and https addresses can be fetched, not {parts.scheme}.")
+        raise InvalidURL(
+            f"Only http and https addresses can be fetched, not {parts.scheme}."
+        )
     if not parts.hostname:
         raise InvalidURL(f"{raw.strip()!r} has no host name.")
     if any(ch.isspace() for ch in text):
@@ -127,7 +129,11 @@ def feed_links(html: str, page_url: str) -> list[FoundFeed]:
         if urlsplit(url).scheme not in ("http", "https") or url in seen:
             continue
         seen.add(url)
-        found.append(FoundFeed(url=url, title=attrs.get("title", "").strip(), format=FEED_TYPES[mime]))
+        found.append(
+            FoundFeed(
+                url=url, title=attrs.get("title", "").strip(), format=FEED_TYPES[mime]
+            )
+        )
     return found
 
 
@@ -189,10 +195,16 @@ def _sniff_json_feed(body: bytes) -> FoundFeed | None:
     if not isinstance(data, dict):
         return None
     version = data.get("version")
-    if not (isinstance(version, str) and version.startswith("https://jsonfeed.org/version/")):
+    if not (
+        isinstance(version, str) and version.startswith("https://jsonfeed.org/version/")
+    ):
         return None
     title = data.get("title")
-    return FoundFeed(url="", title=title.strip() if isinstance(title, str) else "", format="JSON Feed")
+    return FoundFeed(
+        url="",
+        title=title.strip() if isinstance(title, str) else "",
+        format="JSON Feed",
+    )
 
 
 def is_html(fetched: Fetched) -> bool:
@@ -214,7 +226,9 @@ def _decode(fetched: Fetched) -> str:
         return fetched.body.decode("utf-8", errors="replace")
 
 
-def discover(raw_url: str, fetch: Fetch, *, probe_common_paths: bool = True) -> Discovery:
+def discover(
+    raw_url: str, fetch: Fetch, *, probe_common_paths: bool = True
+) -> Discovery:
     """Find the feeds behind a URL.
 
     Raises InvalidURL for an address that cannot be fetched at all. Every other
@@ -232,7 +246,9 @@ def discover(raw_url: str, fetch: Fetch, *, probe_common_paths: bool = True) -> 
     feed = sniff_feed(page.body, page.content_type)
     if feed is not None:
         return Discovery(
-            url=final_url, direct=True, feeds=[FoundFeed(final_url, feed.title, feed.format)]
+            url=final_url,
+            direct=True,
+            feeds=[FoundFeed(final_url, feed.title, feed.format)],
         )
     if not is_html(page):
         shown = (page.content_type or "no content type").split(";")[0]
@@ -268,7 +284,9 @@ def discover(raw_url: str, fetch: Fetch, *, probe_common_paths: bool = True) -> 
 
 
 def _none_found(url: str, *, probed: bool) -> str:
-    tried = " or at the usual addresses (/feed, /rss.xml, /atom.xml, /index.xml, /feed.xml)"
+    tried = (
+        " or at the usual addresses (/feed, /rss.xml, /atom.xml, /index.xml, /feed.xml)"
+    )
     return (
         f"No feed found: {url} announces no RSS, Atom or JSON feed"
         f"{tried if probed else ''}. Paste the feed's own address, or add the page "

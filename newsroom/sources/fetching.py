@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from newsroom.sources.discovery import Fetched, FetchFailed
 
-
 # Discovery runs inside a request and may probe up to ten addresses: each gets
 # a shorter budget than a run's fetch so a dead site cannot hold the page for long.
 DISCOVERY_TIMEOUT = 10.0
@@ -20,6 +19,8 @@ def safe_fetch(url: str) -> Fetched:
     from newsroom.fetch import FetchError, fetch_sync
 
     try:
-        return fetch_sync(url, timeout=min(settings.NEWSROOM_FETCH_TIMEOUT, DISCOVERY_TIMEOUT))
+        return fetch_sync(
+            url, timeout=min(settings.NEWSROOM_FETCH_TIMEOUT, DISCOVERY_TIMEOUT)
+        )
     except FetchError as e:
         raise FetchFailed(str(e)) from e

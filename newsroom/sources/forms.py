@@ -112,7 +112,9 @@ class SourceForm(FieldLayout, forms.ModelForm):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["category"].queryset = Category.objects.filter(reader=self.instance.reader)
+        self.fields["category"].queryset = Category.objects.filter(
+            reader=self.instance.reader
+        )
         self.fields["title"].help_text = "Empty: the address is shown."
 
     def clean_url(self) -> str:
@@ -121,7 +123,9 @@ class SourceForm(FieldLayout, forms.ModelForm):
             pk=self.instance.pk
         )
         if taken.exists():
-            raise forms.ValidationError("You already have another source with this address.")
+            raise forms.ValidationError(
+                "You already have another source with this address."
+            )
         return url
 
     def clean_link_pattern(self) -> str:

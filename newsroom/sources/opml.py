@@ -79,7 +79,9 @@ def parse_opml(data: bytes) -> OpmlDocument:
     except ET.ParseError as e:
         raise OpmlError(f"The file is not well-formed XML ({e}).") from None
     if _local(root.tag) != "opml":
-        raise OpmlError(f"The file is XML but not OPML: its root element is <{_local(root.tag)}>.")
+        raise OpmlError(
+            f"The file is XML but not OPML: its root element is <{_local(root.tag)}>."
+        )
     body = _child(root, "body")
     if body is None:
         raise OpmlError("The OPML file has no <body>, so it lists no feeds.")
@@ -135,17 +137,27 @@ def parse_opml(data: bytes) -> OpmlDocument:
     return OpmlDocument(title=title, categories=list(categories.values()), feeds=feeds)
 
 
-def _feed(attrs: dict[str, str], url: str, label: str, path: list[str], where: str) -> OpmlFeed:
+def _feed(
+    attrs: dict[str, str], url: str, label: str, path: list[str], where: str
+) -> OpmlFeed:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise OpmlError(f"{_cap(where)} has xmlUrl {url!r}, which is not an http(s) address.")
+        raise OpmlError(
+            f"{_cap(where)} has xmlUrl {url!r}, which is not an http(s) address."
+        )
     if len(url) > MAX_URL:
-        raise OpmlError(f"{_cap(where)} has an xmlUrl longer than {MAX_URL} characters.")
+        raise OpmlError(
+            f"{_cap(where)} has an xmlUrl longer than {MAX_URL} characters."
+        )
     kind = (attrs.get(KIND_ATTR) or "feed").strip()
     if kind not in KINDS:
-        raise OpmlError(f"{_cap(where)} has {KIND_ATTR}={kind!r}; use one of {', '.join(KINDS)}.")
+        raise OpmlError(
+            f"{_cap(where)} has {KIND_ATTR}={kind!r}; use one of {', '.join(KINDS)}."
+        )
     site_url = (attrs.get("htmlUrl") or "").strip()
-    if site_url and (urlsplit(site_url).scheme not in ("http", "https") or len(site_url) > MAX_URL):
+    if site_url and (
+        urlsplit(site_url).scheme not in ("http", "https") or len(site_url) > MAX_URL
+    ):
         site_url = ""  # only a hint for display; a bad one is dropped, not fatal
     return OpmlFeed(
         url=url,

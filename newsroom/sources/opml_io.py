@@ -84,7 +84,10 @@ def _store(reader, document: OpmlDocument, say: Progress) -> ImportResult:
             continue
         position += 1
         categories[spec.name] = Category.objects.create(
-            reader=reader, name=spec.name, description=spec.description, position=position
+            reader=reader,
+            name=spec.name,
+            description=spec.description,
+            position=position,
         )
         result.categories_created += 1
 
@@ -130,7 +133,9 @@ def export_opml(reader) -> bytes:
         for s in Source.objects.filter(reader=reader).order_by("pk")
     ]
     title = f"Newsroom sources of {reader.get_username()}"
-    return build_opml(title, [OpmlCategory(c.name, c.description) for c in categories], feeds)
+    return build_opml(
+        title, [OpmlCategory(c.name, c.description) for c in categories], feeds
+    )
 
 
 def import_starter(reader) -> ImportResult:

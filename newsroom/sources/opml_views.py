@@ -43,7 +43,9 @@ def opml_import(request: HttpRequest) -> HttpResponse:
 @login_required
 def opml_export(request: HttpRequest) -> HttpResponse:
     body = export_opml(request.user)
-    name = f"newsroom-{request.user.get_username()}-{timezone.localdate():%Y-%m-%d}.opml"
+    name = (
+        f"newsroom-{request.user.get_username()}-{timezone.localdate():%Y-%m-%d}.opml"
+    )
     response = HttpResponse(body, content_type="text/x-opml; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response
@@ -57,4 +59,6 @@ def starter_import(request: HttpRequest) -> HttpResponse:
         messages.success(request, f"Starter list: {result.summary()}")
     else:
         messages.info(request, "You already have every source of the starter list.")
-    return redirect(request.POST.get("next") == "dashboard" and "dashboard" or "source_list")
+    return redirect(
+        request.POST.get("next") == "dashboard" and "dashboard" or "source_list"
+    )

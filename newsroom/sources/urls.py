@@ -14,7 +14,9 @@ urlpatterns = [
     path("categories/", category_views.category_list, name="category_list"),
     path("categories/<int:pk>/", category_views.category_edit, name="category_edit"),
     path(
-        "categories/<int:pk>/delete/", category_views.category_delete, name="category_delete"
+        "categories/<int:pk>/delete/",
+        category_views.category_delete,
+        name="category_delete",
     ),
     path(
         "categories/<int:pk>/up/",

@@ -62,7 +62,9 @@ def source_add(request: HttpRequest) -> HttpResponse:
     """Add a source by URL. Feeds go through discovery; several found: the reader picks."""
     if request.method != "POST":
         return render(
-            request, "newsroom/source_add.html", {"form": AddSourceForm(reader=request.user)}
+            request,
+            "newsroom/source_add.html",
+            {"form": AddSourceForm(reader=request.user)},
         )
     if "feeds" in request.POST:
         return _add_chosen(request)
@@ -78,7 +80,10 @@ def source_add(request: HttpRequest) -> HttpResponse:
             category=data["category"],
             link_pattern=data["link_pattern"],
         )
-        messages.success(request, f"Added {source.display_title} as a {source.get_kind_display().lower()}.")
+        messages.success(
+            request,
+            f"Added {source.display_title} as a {source.get_kind_display().lower()}.",
+        )
         return redirect("source_list")
 
     try:
@@ -91,10 +96,16 @@ def source_add(request: HttpRequest) -> HttpResponse:
         return render(request, "newsroom/source_add.html", {"form": form}, status=400)
     if len(found.feeds) == 1:
         feed = found.feeds[0]
-        added = _create_feeds(request, [(feed.url, feed.title)], data["category"], found)
+        added = _create_feeds(
+            request, [(feed.url, feed.title)], data["category"], found
+        )
         if not added:
             return redirect("source_list")
-        how = "This address is a feed" if found.direct else f"Found the feed on {found.url}"
+        how = (
+            "This address is a feed"
+            if found.direct
+            else f"Found the feed on {found.url}"
+        )
         messages.success(request, f"{how}: added {added[0].display_title}.")
         return redirect("source_list")
     choose = ChooseFeedsForm(
@@ -108,14 +119,19 @@ def source_add(request: HttpRequest) -> HttpResponse:
 
 
 def _choices(found: Discovery) -> list[tuple[str, str]]:
-    return [(f.url, f"{f.title or f.url} ({f.format})" if f.format else f.title or f.url) for f in found.feeds]
+    return [
+        (f.url, f"{f.title or f.url} ({f.format})" if f.format else f.title or f.url)
+        for f in found.feeds
+    ]
 
 
 def _add_chosen(request: HttpRequest) -> HttpResponse:
     # The offered feeds come back in hidden fields; the reader may only add those.
     offered = request.POST.getlist("offered")
     titles = request.POST.getlist("offered_title")
-    choices = [(url, titles[i] if i < len(titles) else url) for i, url in enumerate(offered)]
+    choices = [
+        (url, titles[i] if i < len(titles) else url) for i, url in enumerate(offered)
+    ]
     form = ChooseFeedsForm(request.POST, reader=request.user, choices=choices)
     if not form.is_valid():
         found = Discovery(url=request.POST.get("page_url", ""))
@@ -126,7 +142,9 @@ def _add_chosen(request: HttpRequest) -> HttpResponse:
             status=400,
         )
     by_url = dict(choices)
-    picked = [(url, _title_only(by_url.get(url, ""))) for url in form.cleaned_data["feeds"]]
+    picked = [
+        (url, _title_only(by_url.get(url, ""))) for url in form.cleaned_data["feeds"]
+    ]
     added = _create_feeds(request, picked, form.cleaned_data["category"], None)
     if added:
         names = ", ".join(s.display_title for s in added)
@@ -145,7 +163,9 @@ def _create_feeds(request, picked, category, found) -> list[Source]:
     added: list[Source] = []
     for url, title in picked:
         if Source.objects.filter(reader=request.user, url=url).exists():
-            messages.warning(request, f"You already have {url}; it was not added again.")
+            messages.warning(
+                request, f"You already have {url}; it was not added again."
+            )
             continue
         try:
             with transaction.atomic():
@@ -160,23 +180,32 @@ def _create_feeds(request, picked, category, found) -> list[Source]:
                     )
                 )
         except IntegrityError:  # added by another tab a moment ago
-            messages.warning(request, f"You already have {url}; it was not added again.")
+            messages.warning(
+                request, f"You already have {url}; it was not added again."
+            )
     return added
 
 
 @login_required
 def source_edit(request: HttpRequest, pk: int) -> HttpResponse:
     source = _reader_source(request, pk)
-    form = SourceForm(request.POST if request.method == "POST" else None, instance=source)
+    form = SourceForm(
+        request.POST if request.method == "POST" else None, instance=source
+    )
     if request.method == "POST":
         if form.is_valid():
             form.save()
             messages.success(request, f"Saved {source.display_title}.")
             return redirect("source_list")
         return render(
-            request, "newsroom/source_edit.html", {"source": source, "form": form}, status=400
+            request,
+            "newsroom/source_edit.html",
+            {"source": source, "form": form},
+            status=400,
         )
-    return render(request, "newsroom/source_edit.html", {"source": source, "form": form})
+    return render(
+        request, "newsroom/source_edit.html", {"source": source, "form": form}
+    )
 
 
 @login_required
@@ -188,7 +217,9 @@ def source_delete(request: HttpRequest, pk: int) -> HttpResponse:
         messages.success(request, f"Deleted {name} and the items collected from it.")
         return redirect("source_list")
     items = source.items.count() if hasattr(source, "items") else 0
-    return render(request, "newsroom/source_delete.html", {"source": source, "items": items})
+    return render(
+        request, "newsroom/source_delete.html", {"source": source, "items": items}
+    )
 
 
 @login_required
@@ -219,5 +250,7 @@ def source_move_many(request: HttpRequest) -> HttpResponse:
         raise Http404("No such source")
     moved = mine.update(category=category)
     where = category.name if category else "Uncategorised"
-    messages.success(request, f"Moved {moved} source{'s' if moved != 1 else ''} to {where}.")
+    messages.success(
+        request, f"Moved {moved} source{'s' if moved != 1 else ''} to {where}."
+    )
     return redirect("source_list")

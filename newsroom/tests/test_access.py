@@ -34,7 +34,9 @@ def named_patterns(resolver=None, namespace=""):
         elif isinstance(entry, URLPattern) and entry.name:
             converters = getattr(entry.pattern, "converters", {})
             kwargs = {
-                name: SAMPLE.get(type(conv).__name__.replace("Converter", "").lower(), "x")
+                name: SAMPLE.get(
+                    type(conv).__name__.replace("Converter", "").lower(), "x"
+                )
                 for name, conv in converters.items()
             }
             name = f"{namespace}:{entry.name}" if namespace else entry.name
@@ -47,7 +49,13 @@ PRIVATE = [(name, kwargs) for name, kwargs in ALL if name not in PUBLIC]
 
 def test_the_walk_finds_the_pages_it_should():
     names = {name for name, _ in ALL}
-    assert {"dashboard", "source_list", "source_edit", "category_list", "opml_export"} <= names
+    assert {
+        "dashboard",
+        "source_list",
+        "source_edit",
+        "category_list",
+        "opml_export",
+    } <= names
 
 
 def test_only_the_login_and_password_reset_pages_are_public(client):
@@ -69,7 +77,9 @@ def alices(alice):
     # Alice owns these; Bob must get 404 on every one and change nothing.
     category = Category.objects.create(reader=alice, name="Alice's", position=0)
     Category.objects.create(reader=alice, name="Second", position=1)
-    source = Source.objects.create(reader=alice, url="https://alice.example/", title="A", category=category)
+    source = Source.objects.create(
+        reader=alice, url="https://alice.example/", title="A", category=category
+    )
     return source, category
 
 
@@ -80,14 +90,21 @@ def _snapshot():
     )
 
 
-def test_a_reader_gets_404_on_another_readers_sources_and_categories(client, bob, alices):
+def test_a_reader_gets_404_on_another_readers_sources_and_categories(
+    client, bob, alices
+):
     source, category = alices
     client.force_login(bob)
     mine = Source.objects.create(reader=bob, url="https://bob.example/")
     before = _snapshot()
     cases = [
         ("get", "source_edit", source.pk, {}),
-        ("post", "source_edit", source.pk, {"url": "https://x.example/", "kind": "feed"}),
+        (
+            "post",
+            "source_edit",
+            source.pk,
+            {"url": "https://x.example/", "kind": "feed"},
+        ),
         ("get", "source_delete", source.pk, {}),
         ("post", "source_delete", source.pk, {}),
         ("post", "source_move", source.pk, {"category": ""}),
@@ -103,7 +120,10 @@ def test_a_reader_gets_404_on_another_readers_sources_and_categories(client, bob
     for method, name, pk, data in cases:
         response = getattr(client, method)(reverse(name, args=[pk]), data)
         assert response.status_code == 404, f"{method} {name}"
-    for data in ({"sources": [source.pk], "category": ""}, {"sources": [mine.pk], "category": category.pk}):
+    for data in (
+        {"sources": [source.pk], "category": ""},
+        {"sources": [mine.pk], "category": category.pk},
+    ):
         assert client.post(reverse("source_move_many"), data).status_code == 404
     assert _snapshot() == before
 
@@ -141,12 +161,16 @@ def test_admin_is_for_staff_only(client, alice, make_reader, alices):
 def test_every_admin_list_renders_with_search_and_filters(client, make_reader, alices):
     client.force_login(make_reader("operator", is_staff=True, is_superuser=True))
     for model, model_admin in admin.site._registry.items():
-        url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist")
+        url = reverse(
+            f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist"
+        )
         assert client.get(url).status_code == 200, url
         if model_admin.search_fields:
             assert client.get(url, {"q": "alice"}).status_code == 200, url
     source, category = alices
-    html = client.get(reverse("admin:newsroom_source_changelist"), {"q": "alice"}).content.decode()
+    html = client.get(
+        reverse("admin:newsroom_source_changelist"), {"q": "alice"}
+    ).content.decode()
     assert "alice.example" in html
     edit = reverse("admin:newsroom_category_change", args=[category.pk])
     assert client.get(edit).status_code == 200

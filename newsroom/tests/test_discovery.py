@@ -59,9 +59,13 @@ def test_feed_links_honours_base_href_and_rel_with_several_tokens():
 
 
 def test_feed_links_ignores_non_http_hrefs_and_broken_markup():
-    html = '<html><head><link rel=alternate type=application/rss+xml href="javascript:alert(1)">' \
-        '<link rel=alternate type=application/atom+xml href=/ok.atom><body><div <<<'
-    assert [f.url for f in feed_links(html, "http://e.org/")] == ["http://e.org/ok.atom"]
+    html = (
+        '<html><head><link rel=alternate type=application/rss+xml href="javascript:alert(1)">'
+        "<link rel=alternate type=application/atom+xml href=/ok.atom><body><div <<<"
+    )
+    assert [f.url for f in feed_links(html, "http://e.org/")] == [
+        "http://e.org/ok.atom"
+    ]
 
 
 def test_common_feed_urls_tries_the_page_folder_then_the_site_root():
@@ -73,7 +77,10 @@ def test_common_feed_urls_tries_the_page_folder_then_the_site_root():
         "https://example.org/feed.xml",
     ]
     urls = common_feed_urls("https://example.org/blog/post-1")
-    assert urls[:2] == ["https://example.org/blog/feed", "https://example.org/blog/rss.xml"]
+    assert urls[:2] == [
+        "https://example.org/blog/feed",
+        "https://example.org/blog/rss.xml",
+    ]
     assert urls[5:] == common_feed_urls("https://example.org/")
 
 
@@ -98,7 +105,10 @@ def test_sniff_feed_recognises_each_format(body, content_type, fmt, title):
     [
         (page(), "text/html"),
         (b'{"version": 1, "title": "not a feed"}', "application/json"),
-        (b"<?xml version='1.0'?><svg xmlns='http://www.w3.org/2000/svg'/>", "image/svg+xml"),
+        (
+            b"<?xml version='1.0'?><svg xmlns='http://www.w3.org/2000/svg'/>",
+            "image/svg+xml",
+        ),
         (b"\x89PNG\r\n\x1a\n", "image/png"),
         (b"", "text/plain"),
     ],
@@ -110,7 +120,13 @@ def test_sniff_feed_rejects_what_is_not_a_feed(body, content_type):
 def test_normalise_url_adds_https_to_a_bare_host_and_refuses_other_schemes():
     assert normalise_url("  example.org ") == "https://example.org/"
     assert normalise_url("http://example.org/a?b=1#frag") == "http://example.org/a?b=1"
-    for bad in ["", "ftp://example.org/", "file:///etc/passwd", "http:///path", "http://a b/"]:
+    for bad in [
+        "",
+        "ftp://example.org/",
+        "file:///etc/passwd",
+        "http:///path",
+        "http://a b/",
+    ]:
         with pytest.raises(InvalidURL):
             normalise_url(bad)
 
@@ -122,7 +138,9 @@ def test_a_url_that_is_a_feed_is_found_directly(fetch):
     with serve({"/news.xml": Route(RSS, "application/rss+xml")}) as site:
         found = discover(site.url("/news.xml"), fetch)
     assert found.direct
-    assert [(f.url, f.title) for f in found.feeds] == [(site.url("/news.xml"), "Example News")]
+    assert [(f.url, f.title) for f in found.feeds] == [
+        (site.url("/news.xml"), "Example News")
+    ]
 
 
 def test_link_tags_are_offered_without_probing_common_paths(fetch):
@@ -159,14 +177,18 @@ def test_common_paths_are_probed_when_the_page_announces_nothing(fetch):
 def test_none_found_gives_a_message_that_says_what_was_tried(fetch):
     with serve({"/": Route(page())}) as site:
         found = discover(site.base, fetch)
-        assert sorted(site.requests) == sorted(["/", "/feed", "/rss.xml", "/atom.xml", "/index.xml", "/feed.xml"])
+        assert sorted(site.requests) == sorted(
+            ["/", "/feed", "/rss.xml", "/atom.xml", "/index.xml", "/feed.xml"]
+        )
     assert found.feeds == []
     assert "No feed found" in found.message
     assert "/rss.xml" in found.message
 
 
 def test_a_page_that_is_not_html_is_reported_as_such(fetch):
-    with serve({"/logo.png": Route(b"\x89PNG\r\n\x1a\n" + b"\0" * 64, "image/png")}) as site:
+    with serve(
+        {"/logo.png": Route(b"\x89PNG\r\n\x1a\n" + b"\0" * 64, "image/png")}
+    ) as site:
         found = discover(site.url("/logo.png"), fetch)
         assert site.requests == ["/logo.png"]
     assert found.feeds == []
@@ -184,7 +206,9 @@ def test_an_error_status_is_reported_with_its_code(fetch):
 def test_a_redirect_is_followed_and_links_resolve_against_the_final_page(fetch):
     routes = {
         "/old": Route(b"", "text/html", 301, location="/blog/"),
-        "/blog/": Route(page('<link rel="alternate" type="application/atom+xml" href="atom">')),
+        "/blog/": Route(
+            page('<link rel="alternate" type="application/atom+xml" href="atom">')
+        ),
     }
     with serve(routes) as site:
         found = discover(site.url("/old"), fetch)

@@ -50,7 +50,12 @@ def test_unset_values_take_their_defaults():
 
 def test_int_parses_and_checks_bounds():
     assert env_int("P", 8000, minimum=1, maximum=65535, environ={"P": " 8080 "}) == 8080
-    for bad, says in [("80x", "not a whole number"), ("1.5", "not a whole number"), ("0", "below the minimum 1"), ("70000", "above the maximum 65535")]:
+    for bad, says in [
+        ("80x", "not a whole number"),
+        ("1.5", "not a whole number"),
+        ("0", "below the minimum 1"),
+        ("70000", "above the maximum 65535"),
+    ]:
         with pytest.raises(SettingError, match=says):
             env_int("P", 8000, minimum=1, maximum=65535, environ={"P": bad})
 
@@ -63,7 +68,10 @@ def test_float_refuses_non_numbers_and_infinities():
 
 
 def test_list_splits_on_commas_and_refuses_empty_entries():
-    assert env_list("H", [], environ={"H": "a.example, b.example"}) == ["a.example", "b.example"]
+    assert env_list("H", [], environ={"H": "a.example, b.example"}) == [
+        "a.example",
+        "b.example",
+    ]
     for bad in ["a,,b", "a,", ",a", ""]:
         with pytest.raises(SettingError, match="empty entry"):
             env_list("H", [], environ={"H": bad})
@@ -72,9 +80,17 @@ def test_list_splits_on_commas_and_refuses_empty_entries():
 def test_name_file_supplies_a_secret(tmp_path):
     secret = tmp_path / "key"
     secret.write_text("from-a-file\n")
-    assert env_str("SECRET_KEY", environ={"SECRET_KEY_FILE": str(secret)}) == "from-a-file"
+    assert (
+        env_str("SECRET_KEY", environ={"SECRET_KEY_FILE": str(secret)}) == "from-a-file"
+    )
     # The variable itself wins over its file.
-    assert env_str("SECRET_KEY", environ={"SECRET_KEY": "direct", "SECRET_KEY_FILE": str(secret)}) == "direct"
+    assert (
+        env_str(
+            "SECRET_KEY",
+            environ={"SECRET_KEY": "direct", "SECRET_KEY_FILE": str(secret)},
+        )
+        == "direct"
+    )
     with pytest.raises(SettingError, match="SECRET_KEY_FILE=.* cannot be read"):
         env_str("SECRET_KEY", environ={"SECRET_KEY_FILE": str(tmp_path / "missing")})
 
@@ -91,7 +107,11 @@ def test_database_url_default_is_sqlite_in_wal_with_immediate_transactions(tmp_p
 def test_database_url_postgres_and_sqlite_urls(tmp_path):
     pg = database_config("postgres://news:pw@db.example:5433/newsroom", tmp_path)
     assert (pg["ENGINE"], pg["HOST"], pg["PORT"], pg["NAME"], pg["USER"]) == (
-        "django.db.backends.postgresql", "db.example", 5433, "newsroom", "news"
+        "django.db.backends.postgresql",
+        "db.example",
+        5433,
+        "newsroom",
+        "news",
     )
     lite = database_config(f"sqlite:///{tmp_path}/other.db", tmp_path)
     assert lite["NAME"] == f"{tmp_path}/other.db"
@@ -105,7 +125,10 @@ def test_database_url_refuses_other_databases(url, tmp_path):
 
 
 def test_redis_url_selects_the_channel_layer():
-    assert channel_layers("")["default"]["BACKEND"] == "channels.layers.InMemoryChannelLayer"
+    assert (
+        channel_layers("")["default"]["BACKEND"]
+        == "channels.layers.InMemoryChannelLayer"
+    )
     redis = channel_layers("redis://127.0.0.1:6379/3")["default"]
     assert redis["BACKEND"] == "channels_redis.core.RedisChannelLayer"
     assert redis["CONFIG"]["hosts"] == ["redis://127.0.0.1:6379/3"]
@@ -134,11 +157,22 @@ def test_secret_key_from_the_environment_must_be_long_enough(tmp_path):
 
 
 def _start_with(tmp_path, **env) -> subprocess.CompletedProcess:
-    environ = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
-    environ.update(NEWSROOM_DATA_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="newsroom.settings", **env)
+    environ = {
+        k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")
+    }
+    environ.update(
+        NEWSROOM_DATA_DIR=str(tmp_path),
+        DJANGO_SETTINGS_MODULE="newsroom.settings",
+        **env,
+    )
     code = "import django; django.setup(); from django.conf import settings; print(settings.DEBUG)"
     return subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, env=environ, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 

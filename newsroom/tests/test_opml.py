@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from newsroom.sources import opml
-from newsroom.sources.opml import OpmlCategory, OpmlError, OpmlFeed, build_opml, parse_opml
+from newsroom.sources.opml import (
+    OpmlCategory,
+    OpmlError,
+    OpmlFeed,
+    build_opml,
+    parse_opml,
+)
 
 NESTED = b"""<?xml version="1.0" encoding="UTF-8"?>
 <opml version="1.0"><head><title>My feeds</title></head><body>
@@ -50,7 +56,10 @@ def test_build_leaves_out_empty_folders_and_puts_loose_feeds_last():
     data = build_opml(
         "t",
         [OpmlCategory("Empty"), OpmlCategory("Full")],
-        [OpmlFeed("https://a.example/", category=""), OpmlFeed("https://b.example/", category="Full")],
+        [
+            OpmlFeed("https://a.example/", category=""),
+            OpmlFeed("https://b.example/", category="Full"),
+        ],
     )
     doc = parse_opml(data)
     assert [c.name for c in doc.categories] == ["Full"]
@@ -74,10 +83,22 @@ EXTERNAL = b"""<?xml version="1.0"?><!DOCTYPE opml [<!ENTITY x SYSTEM "file:///e
         (b"<rss version='2.0'><channel/></rss>", "not OPML: its root element is <rss>"),
         (b"<opml version='2.0'><head/></opml>", "no <body>"),
         (b"<opml><body><outline text='Lonely'/></body></opml>", "has no xmlUrl"),
-        (b"<opml><body><outline xmlUrl='ftp://x.example/'/></body></opml>", "not an http(s) address"),
-        (b"<opml><body><outline xmlUrl='javascript:alert(1)'/></body></opml>", "not an http(s) address"),
-        (b"<opml><body><outline><outline xmlUrl='https://x.example/'/></outline></body></opml>", "folder without a name"),
-        (b"<opml><body><outline xmlUrl='https://x.example/' newsroomKind='rocket'/></body></opml>", "newsroomKind='rocket'"),
+        (
+            b"<opml><body><outline xmlUrl='ftp://x.example/'/></body></opml>",
+            "not an http(s) address",
+        ),
+        (
+            b"<opml><body><outline xmlUrl='javascript:alert(1)'/></body></opml>",
+            "not an http(s) address",
+        ),
+        (
+            b"<opml><body><outline><outline xmlUrl='https://x.example/'/></outline></body></opml>",
+            "folder without a name",
+        ),
+        (
+            b"<opml><body><outline xmlUrl='https://x.example/' newsroomKind='rocket'/></body></opml>",
+            "newsroomKind='rocket'",
+        ),
         (BILLION_LAUGHS, "DTD"),
         (EXTERNAL, "DTD"),
     ],
@@ -96,7 +117,11 @@ def test_outline_without_xmlurl_is_named_by_position_and_title():
 
 def test_a_very_large_file_is_refused_before_parsing(monkeypatch):
     monkeypatch.setattr(opml, "MAX_BYTES", 1000)
-    data = b"<opml><body>" + b"<outline xmlUrl='https://x.example/'/>" * 100 + b"</body></opml>"
+    data = (
+        b"<opml><body>"
+        + b"<outline xmlUrl='https://x.example/'/>" * 100
+        + b"</body></opml>"
+    )
     with pytest.raises(OpmlError, match="can be imported"):
         parse_opml(data)
 
@@ -109,7 +134,13 @@ def test_too_many_outlines_are_refused(monkeypatch):
 
 
 def test_deep_nesting_is_refused():
-    data = b"<opml><body>" + b"<outline text='f'>" * 30 + b"<outline xmlUrl='https://x.example/'/>" + b"</outline>" * 30 + b"</body></opml>"
+    data = (
+        b"<opml><body>"
+        + b"<outline text='f'>" * 30
+        + b"<outline xmlUrl='https://x.example/'/>"
+        + b"</outline>" * 30
+        + b"</body></opml>"
+    )
     with pytest.raises(OpmlError, match="nested more than"):
         parse_opml(data)
 

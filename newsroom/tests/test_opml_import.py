@@ -12,7 +12,12 @@ from django.urls import reverse
 
 from newsroom.sources.models import Category, Source
 from newsroom.sources.opml import OpmlError, parse_opml
-from newsroom.sources.opml_io import STARTER_OPML, export_opml, import_opml, import_starter
+from newsroom.sources.opml_io import (
+    STARTER_OPML,
+    export_opml,
+    import_opml,
+    import_starter,
+)
 from newsroom.tests.test_opml import NESTED
 
 pytestmark = pytest.mark.django_db
@@ -32,20 +37,31 @@ def test_import_then_export_gives_the_same_outlines(alice):
 def test_only_folders_that_hold_feeds_become_categories(alice):
     import_opml(alice, NESTED)
     # "News / Europe" holds Beta; "News" holds Alpha; "Pages" holds Gamma.
-    assert set(Category.objects.filter(reader=alice).values_list("name", flat=True)) == {
-        "News", "News / Europe", "Pages"
-    }
+    assert set(
+        Category.objects.filter(reader=alice).values_list("name", flat=True)
+    ) == {"News", "News / Europe", "Pages"}
     gamma = Source.objects.get(reader=alice, url="https://gamma.example/news")
-    assert (gamma.kind, gamma.link_pattern, gamma.category.name) == ("scrape", "/news/\\d+", "Pages")
+    assert (gamma.kind, gamma.link_pattern, gamma.category.name) == (
+        "scrape",
+        "/news/\\d+",
+        "Pages",
+    )
 
 
 def test_duplicates_are_skipped_and_counted(alice, bob):
     Source.objects.create(reader=alice, url="https://alpha.example/feed", title="Mine")
-    Source.objects.create(reader=bob, url="https://beta.example/atom.xml")  # Bob's: not a duplicate for Alice
-    data = NESTED.replace(b"</body>", b'<outline text="Again" xmlUrl="https://loose.example/rss"/></body>')
+    Source.objects.create(
+        reader=bob, url="https://beta.example/atom.xml"
+    )  # Bob's: not a duplicate for Alice
+    data = NESTED.replace(
+        b"</body>", b'<outline text="Again" xmlUrl="https://loose.example/rss"/></body>'
+    )
     result = import_opml(alice, data)
     assert (result.added, result.duplicates) == (3, 2)
-    assert Source.objects.get(reader=alice, url="https://alpha.example/feed").title == "Mine"
+    assert (
+        Source.objects.get(reader=alice, url="https://alpha.example/feed").title
+        == "Mine"
+    )
     assert "2 duplicates skipped" in result.summary()
 
 
@@ -104,7 +120,17 @@ def test_starter_list_imports_without_network_once(alice, no_network):
     assert all(f.url.startswith("https://") for f in doc.feeds)
     assert len({f.url for f in doc.feeds}) == len(doc.feeds)
     titles = " ".join(f.title for f in doc.feeds)
-    for name in ["BBC", "Al Jazeera", "NPR", "Guardian", "DW", "France 24", "South China Morning Post", "Ars Technica", "Nature"]:
+    for name in [
+        "BBC",
+        "Al Jazeera",
+        "NPR",
+        "Guardian",
+        "DW",
+        "France 24",
+        "South China Morning Post",
+        "Ars Technica",
+        "Nature",
+    ]:
         assert name in titles
     result = import_starter(alice)
     assert result.added == len(doc.feeds)
@@ -176,8 +202,12 @@ def test_upload_imports_and_reports_counts(alice_client, alice):
     assert Source.objects.filter(reader=alice).count() == 4
 
 
-def test_upload_of_a_malformed_file_says_what_is_wrong_and_imports_nothing(alice_client, alice):
-    upload = SimpleUploadedFile("feeds.opml", b"<opml><body><outline text='x'/></body></opml>")
+def test_upload_of_a_malformed_file_says_what_is_wrong_and_imports_nothing(
+    alice_client, alice
+):
+    upload = SimpleUploadedFile(
+        "feeds.opml", b"<opml><body><outline text='x'/></body></opml>"
+    )
     response = alice_client.post(reverse("opml_import"), {"file": upload})
     assert response.status_code == 400
     text = response.content.decode()
@@ -191,7 +221,9 @@ def test_upload_without_a_file_is_refused(alice_client):
     assert "This field is required" in response.content.decode()
 
 
-def test_download_is_an_opml_attachment_of_the_readers_sources(alice_client, alice, bob):
+def test_download_is_an_opml_attachment_of_the_readers_sources(
+    alice_client, alice, bob
+):
     import_opml(alice, NESTED)
     import_starter(bob)
     response = alice_client.get(reverse("opml_export"))

@@ -47,7 +47,9 @@ def test_later_runs_create_nobody_and_print_no_password():
 def test_existing_readers_mean_no_first_reader(make_reader):
     make_reader("alice")
     first_run()
-    assert list(get_user_model().objects.values_list("username", flat=True)) == ["alice"]
+    assert list(get_user_model().objects.values_list("username", flat=True)) == [
+        "alice"
+    ]
 
 
 def test_the_password_is_random_each_fresh_install():

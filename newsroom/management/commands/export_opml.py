@@ -16,7 +16,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--reader", required=True, help="user name of the reader")
-        parser.add_argument("-o", "--output", help="file to write; default standard output")
+        parser.add_argument(
+            "-o", "--output", help="file to write; default standard output"
+        )
 
     def handle(self, *args, reader: str, output: str | None, **options):
         user = _reader(reader)
@@ -28,7 +30,9 @@ class Command(BaseCommand):
             try:
                 Path(output).write_bytes(body)
             except OSError as e:
-                raise CommandError(f"Cannot write {output}: {e.strerror or e}") from None
+                raise CommandError(
+                    f"Cannot write {output}: {e.strerror or e}"
+                ) from None
             self.stdout.write(self.style.SUCCESS(f"{summary} to {output}."))
         else:
             # The OPML goes to stdout; progress to stderr so a redirect gets a clean file.

@@ -15,7 +15,9 @@ class Command(BaseCommand):
     help = "Import the feeds of an OPML file for a reader (all or nothing)."
 
     def add_arguments(self, parser):
-        parser.add_argument("file", help="OPML file to import, or 'starter' for the shipped list")
+        parser.add_argument(
+            "file", help="OPML file to import, or 'starter' for the shipped list"
+        )
         parser.add_argument("--reader", required=True, help="user name of the reader")
 
     def handle(self, *args, file: str, reader: str, **options):
@@ -30,7 +32,9 @@ class Command(BaseCommand):
                 f"{path} is {size / 1024 / 1024:.1f} MB; OPML files up to "
                 f"{MAX_BYTES // 1024 // 1024} MB can be imported. Nothing was imported."
             )
-        self.stdout.write(f"Reading {path} ({size:,} bytes) for {user.get_username()}...")
+        self.stdout.write(
+            f"Reading {path} ({size:,} bytes) for {user.get_username()}..."
+        )
         try:
             result = import_opml(user, path.read_bytes(), progress=self.stdout.write)
         except OpmlError as e:
