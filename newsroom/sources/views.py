@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from newsroom.sources.discovery import Discovery, InvalidURL, discover
+from newsroom.sources.discovery import Discovery, InvalidURL, discover, normalise_url
 from newsroom.sources.fetching import safe_fetch
 from newsroom.sources.forms import AddSourceForm, ChooseFeedsForm, SourceForm
 from newsroom.sources.models import Category, Source
@@ -129,8 +129,11 @@ def _add_chosen(request: HttpRequest) -> HttpResponse:
     # The offered feeds come back in hidden fields; the reader may only add those.
     offered = request.POST.getlist("offered")
     titles = request.POST.getlist("offered_title")
+    # They round-trip through the browser, so only well-formed http(s) ones count.
     choices = [
-        (url, titles[i] if i < len(titles) else url) for i, url in enumerate(offered)
+        (url, titles[i] if i < len(titles) else url)
+        for i, url in enumerate(offered)
+        if _is_fetchable(url)
     ]
     form = ChooseFeedsForm(request.POST, reader=request.user, choices=choices)
     if not form.is_valid():
@@ -150,6 +153,13 @@ def _add_chosen(request: HttpRequest) -> HttpResponse:
         names = ", ".join(s.display_title for s in added)
         messages.success(request, f"Added {names}.")
     return redirect("source_list")
+
+
+def _is_fetchable(url: str) -> bool:
+    try:
+        return normalise_url(url) == url
+    except InvalidURL:
+        return False
 
 
 def _title_only(label: str) -> str:

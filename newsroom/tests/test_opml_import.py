@@ -215,6 +215,20 @@ def test_upload_of_a_malformed_file_says_what_is_wrong_and_imports_nothing(
     assert not Source.objects.exists()
 
 
+def test_upload_of_a_very_large_file_is_refused_and_imports_nothing(alice_client):
+    from newsroom.sources.opml import MAX_BYTES
+
+    row = b"<outline text='x' xmlUrl='https://x.example/%d'/>\n"
+    body = b"".join(row % i for i in range(MAX_BYTES // len(row) + 10))
+    data = b"<opml><body>" + body + b"</body></opml>"
+    assert len(data) > MAX_BYTES
+    upload = SimpleUploadedFile("big.opml", data)
+    response = alice_client.post(reverse("opml_import"), {"file": upload})
+    assert response.status_code == 400
+    assert "OPML files up to 5 MB can be imported" in response.content.decode()
+    assert not Source.objects.exists()
+
+
 def test_upload_without_a_file_is_refused(alice_client):
     response = alice_client.post(reverse("opml_import"), {})
     assert response.status_code == 400

@@ -125,6 +125,13 @@ def test_a_feed_that_was_not_offered_cannot_be_smuggled_in(alice_client, alice):
     assert not Source.objects.exists()
 
 
+def test_offered_feeds_must_be_http_addresses(alice_client, alice):
+    bad = "javascript:alert(1)"
+    form = {"offered": [bad], "offered_title": ["A"], "feeds": [bad]}
+    assert alice_client.post(reverse("source_add"), form).status_code == 400
+    assert not Source.objects.exists()
+
+
 def test_no_feed_found_says_so_on_the_url_field(alice_client, web):
     with serve({"/": Route(page())}) as site:
         response = alice_client.post(
