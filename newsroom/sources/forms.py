@@ -135,6 +135,19 @@ class SourceForm(FieldLayout, forms.ModelForm):
         # The reader is not a form field; uniqueness per reader is checked in clean_url.
         pass
 
+    def save(self, commit: bool = True) -> Source:
+        source = super().save(commit=False)
+        if {"url", "kind", "link_pattern"} & set(self.changed_data):
+            # A different address or way of fetching: the old health and the
+            # conditional-request validators describe something else now.
+            source.etag = source.last_modified = ""
+            source.last_error = ""
+            source.error_count = 0
+            source.next_attempt_at = None
+        if commit:
+            source.save()
+        return source
+
 
 class CategoryForm(FieldLayout, forms.ModelForm):
     class Meta:

@@ -239,6 +239,28 @@ def test_edit_explains_bad_fields_and_changes_nothing(alice_client, alice, bob):
     assert (source.title, source.url) == ("Kept", "https://a.example/feed")
 
 
+def test_a_new_address_clears_the_old_health(alice_client, alice):
+    source = Source.objects.create(
+        reader=alice,
+        url="https://old.example/feed",
+        etag='"v1"',
+        last_error="HTTP 410",
+        error_count=4,
+        next_attempt_at=timezone.now(),
+    )
+    form = {"title": "Renamed", "url": source.url, "kind": "feed"}
+    alice_client.post(reverse("source_edit", args=[source.pk]), form)
+    source.refresh_from_db()
+    assert (source.title, source.error_count, source.etag) == ("Renamed", 4, '"v1"')
+    alice_client.post(
+        reverse("source_edit", args=[source.pk]),
+        dict(form, url="https://new.example/feed"),
+    )
+    source.refresh_from_db()
+    assert (source.error_count, source.last_error, source.etag) == (0, "", "")
+    assert source.next_attempt_at is None
+
+
 def test_delete_asks_first_then_deletes(alice_client, alice):
     source = Source.objects.create(
         reader=alice, url="https://a.example/feed", title="Doomed"
