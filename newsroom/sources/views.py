@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -43,14 +44,32 @@ def _next(request: HttpRequest, default: str) -> str:
 
 @login_required
 def source_list(request: HttpRequest) -> HttpResponse:
-    sources = Source.objects.filter(reader=request.user).select_related("category")
-    failing = sum(1 for s in sources if s.is_failing)
+    """All the reader's sources with their health; `?show=failing|never` and `?q=`."""
+    mine = Source.objects.filter(reader=request.user)
+    show = request.GET.get("show", "")
+    query = request.GET.get("q", "").strip()
+    sources = mine.select_related("category")
+    if show == "failing":
+        sources = sources.filter(error_count__gt=0)
+    elif show == "never":
+        sources = sources.filter(
+            last_fetched_at__isnull=True, last_success_at__isnull=True
+        )
+    if query:
+        sources = sources.filter(
+            Q(title__icontains=query)
+            | Q(url__icontains=query)
+            | Q(category__name__icontains=query)
+        )
     return render(
         request,
         "newsroom/source_list.html",
         {
             "sources": sources,
-            "failing": failing,
+            "total": mine.count(),
+            "failing": mine.filter(error_count__gt=0).count(),
+            "show": show,
+            "query": query,
             "form": AddSourceForm(reader=request.user),
             "categories": Category.objects.filter(reader=request.user),
         },

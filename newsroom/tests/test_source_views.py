@@ -305,3 +305,40 @@ def test_discovery_goes_through_the_safe_fetcher(alice_client, settings):
     assert response.status_code == 400
     assert "Could not fetch" in response.content.decode()
     assert not Source.objects.exists()
+
+
+def test_list_filters_by_health_and_searches(alice_client, alice, bob):
+    world = Category.objects.create(reader=alice, name="World")
+    Source.objects.create(
+        reader=alice,
+        url="https://ok.example/",
+        title="Okay",
+        category=world,
+        last_fetched_at=timezone.now(),
+    )
+    Source.objects.create(
+        reader=alice,
+        url="https://bad.example/",
+        title="Broken",
+        error_count=2,
+        last_fetched_at=timezone.now(),
+    )
+    Source.objects.create(reader=alice, url="https://new.example/", title="Fresh")
+    Source.objects.create(
+        reader=bob, url="https://bob.example/", title="Bob's broken", error_count=1
+    )
+
+    def shown(**params):
+        html = alice_client.get(reverse("source_list"), params).content.decode()
+        return {
+            t
+            for t in ["Okay", "Broken", "Fresh", "Bob&#x27;s broken"]
+            if f">{t}<" in html
+        }
+
+    assert shown() == {"Okay", "Broken", "Fresh"}
+    assert shown(show="failing") == {"Broken"}
+    assert shown(show="never") == {"Fresh"}
+    assert shown(q="world") == {"Okay"}
+    assert shown(q="bad.example") == {"Broken"}
+    assert shown(q="nothing like it") == set()
