@@ -177,5 +177,8 @@ class CategoryForm(FieldLayout, forms.ModelForm):
 class OpmlUploadForm(FieldLayout, forms.Form):
     file = forms.FileField(
         label="OPML file",
+        widget=forms.ClearableFileInput(
+            attrs={"accept": ".opml,.xml,text/x-opml,text/xml"}
+        ),
         help_text="An .opml or .xml export from another reader, up to 5 MB.",
     )
