@@ -9,8 +9,9 @@ union-find turns the accepted pairs into groups.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -54,33 +55,37 @@ class LshIndex:
     further bits so one crowded topic cannot bring back all-pairs work.
     """
 
-    bits: int = 6
-    tables: int = 18
+    bits: int | None = None  # None: grows with log2(n), see bits_for
+    tables: int = 24
     seed: int = 20240607
     max_bucket: int = 64
-    _planes: np.ndarray | None = field(default=None, repr=False)
+    extra_bits: int = 4  # for splitting crowded buckets
 
-    def planes(self, dim: int) -> np.ndarray:
-        if self._planes is None or self._planes.shape[0] != dim:
-            rng = np.random.default_rng(self.seed)
-            # Extra bits per table for splitting crowded buckets.
-            self._planes = rng.standard_normal(
-                (dim, self.tables * (self.bits + 4))
-            ).astype(np.float32)
-        return self._planes
+    @staticmethod
+    def bits_for(n: int) -> int:
+        # About 8 items per bucket on evenly spread data, so the pairs scored
+        # per table grow with n, not n squared.
+        return max(6, math.ceil(math.log2(max(2, n) / 8)))
+
+    def planes(self, dim: int, bits: int) -> np.ndarray:
+        rng = np.random.default_rng(self.seed)
+        return rng.standard_normal((dim, self.tables * (bits + self.extra_bits))).astype(
+            np.float32
+        )
 
     def buckets(self, vectors: np.ndarray) -> list[np.ndarray]:
         """Groups of row indices that share a bucket in some table (size >= 2)."""
         n = vectors.shape[0]
         if n < 2:
             return []
-        signs = (vectors @ self.planes(vectors.shape[1])) > 0
-        width = self.bits + 4
+        bits = self.bits or self.bits_for(n)
+        signs = (vectors @ self.planes(vectors.shape[1], bits)) > 0
+        width = bits + self.extra_bits
         weights = 1 << np.arange(width, dtype=np.int64)
         out: list[np.ndarray] = []
         for t in range(self.tables):
             table = signs[:, t * width : (t + 1) * width].astype(np.int64)
-            self._split(table, weights, self.bits, np.arange(n), out)
+            self._split(table, weights, bits, np.arange(n), out)
         return out
 
     def candidate_pairs(self, vectors: np.ndarray) -> set[tuple[int, int]]:

@@ -264,7 +264,7 @@ def connect(
     if len(events) >= 2:
         vectors = np.stack([e.vector for e in events])
         seen: set[tuple[int, int]] = set(shared)
-        for group in (index or LshIndex(bits=4, tables=12)).buckets(vectors):
+        for group in (index or LshIndex(bits=4, tables=16)).buckets(vectors):
             sims = vectors[group] @ vectors[group].T
             i, j = np.nonzero(np.triu(sims >= related_threshold, k=1))
             for a, b, s in zip(group[i], group[j], sims[i, j], strict=True):

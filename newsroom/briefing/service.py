@@ -283,8 +283,9 @@ def link_storylines(
         ]
         in_recent = [p for p in matches if past[p][0].id in recent]
         if in_recent:
+            # New means a report the recent briefings did not carry: an
+            # aggregator re-listing yesterday's links brings nothing new.
             seen_before = set().union(*(covered[p] for p in in_recent))
-            newest = max(past[p][0].created_at for p in in_recent)
             fresh = [
                 i
                 for i in event.items
@@ -292,7 +293,6 @@ def link_storylines(
                     {"u:" + textlib.normalise_url(i.url), "t:" + textlib.normalise_title(i.title)}
                     & seen_before
                 )
-                and i.seen > newest
             ]
             if not fresh:
                 event.left_out = True
