@@ -16,14 +16,15 @@ from datetime import datetime
 import numpy as np
 
 from newsroom.briefing import text as textlib
-from newsroom.briefing.cluster import ClusterResult, LshIndex, cluster
+from newsroom.briefing.cluster import ClusterResult, LshIndex, cluster, cluster_all_pairs
 
 # Importance halves for every this many hours an event has been quiet.
 RECENCY_HALF_LIFE_HOURS = 12.0
 # Events closer than this (and not the same story) are linked "close in meaning".
 RELATED_THRESHOLD = 0.55
-# A name carried by more than this share of events says nothing about a link.
-COMMON_NAME_SHARE = 0.25
+# A name carried by more than this share of the events (and more than four)
+# says little about a link: it is the day's backdrop, not a connection.
+COMMON_NAME_SHARE = 0.03
 MAX_EDGES_PER_EVENT = 5
 
 _STOPWORDS = frozenset(
@@ -50,6 +51,7 @@ class ItemView:
     published: datetime | None
     first_seen: datetime
     category_id: int | None = None
+    names: list[textlib.Name] = field(default_factory=list)
 
     @property
     def seen(self) -> datetime:
@@ -174,13 +176,24 @@ def build_events(
     threshold: float,
     now: datetime,
     index: LshIndex | None = None,
+    all_pairs: bool = False,
 ) -> tuple[list[Event], ClusterResult]:
-    """Cluster items into events, most important first (ties: earliest first)."""
+    """Cluster items into events, most important first (ties: earliest first).
+    all_pairs: score every pair instead of LSH candidates (the benchmark's baseline)."""
     titles = [textlib.normalise_title(i.title) for i in items]
     # A title of one or two words ("Live updates") is too generic to join on.
     titles = [t if len(t.split()) >= 4 else "" for t in titles]
     urls = [textlib.normalise_url(i.url) for i in items]
-    result = cluster(vectors, titles, urls, threshold, index)
+    gaz = textlib.gazetteer()
+    for item in items:
+        item.names = textlib.extract_names(f"{item.title}. {textlib.lead(item.text, 600)}", gaz)
+    # Places tell stories apart ("quake in Japan", "quake in Chile"). People do
+    # not: one outlet names the minister, another only her ministry.
+    keys = [frozenset(n.text for n in i.names if n.kind == "place") for i in items]
+    if all_pairs:
+        result = cluster_all_pairs(vectors, titles, urls, threshold, keys)
+    else:
+        result = cluster(vectors, titles, urls, threshold, index, keys)
     events: list[Event] = []
     for group in result.groups:
         members = [items[g] for g in group]
@@ -210,12 +223,12 @@ def build_events(
 
 
 def attach_names(events: Sequence[Event]) -> None:
-    gaz = textlib.gazetteer()
+    """Each event's names, most mentioned first (from its items' names)."""
     for event in events:
         counts: Counter[str] = Counter()
         kinds: dict[str, textlib.Name] = {}
         for item in event.items[:8]:
-            for name in textlib.extract_names(f"{item.title}. {textlib.lead(item.text, 600)}", gaz):
+            for name in item.names:
                 counts[name.text] += 1
                 kinds.setdefault(name.text, name)
         event.names = [kinds[t] for t, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
@@ -246,7 +259,7 @@ def connect(
         for name in event.names:
             holders.setdefault(name.text, []).append(n)
             kinds[name.text] = name.kind
-    limit = max(3, int(len(events) * COMMON_NAME_SHARE))
+    limit = max(4, int(len(events) * COMMON_NAME_SHARE))
     shared: dict[tuple[int, int], list[str]] = {}
     for name, owners in holders.items():
         if len(owners) < 2 or len(owners) > limit:
@@ -264,15 +277,22 @@ def connect(
     if len(events) >= 2:
         vectors = np.stack([e.vector for e in events])
         seen: set[tuple[int, int]] = set(shared)
+        words: dict[int, Counter[str]] = {}
         for group in (index or LshIndex(bits=4, tables=16)).buckets(vectors):
             sims = vectors[group] @ vectors[group].T
-            i, j = np.nonzero(np.triu(sims >= related_threshold, k=1))
-            for a, b, s in zip(group[i], group[j], sims[i, j], strict=True):
-                pair = (int(a), int(b))
-                if pair in seen or s >= same_threshold:
+            close = (sims >= related_threshold) & (sims < same_threshold)
+            i, j = np.nonzero(np.triu(close, k=1))
+            for a, b, s in zip(
+                group[i].tolist(), group[j].tolist(), sims[i, j].tolist(), strict=True
+            ):
+                pair = (a, b)
+                if pair in seen:
                     continue
                 seen.add(pair)
-                words_a, words_b = _content_words(events[pair[0]]), _content_words(events[pair[1]])
+                for k in pair:
+                    if k not in words:
+                        words[k] = _content_words(events[k])
+                words_a, words_b = words[pair[0]], words[pair[1]]
                 common = sorted(set(words_a) & set(words_b), key=lambda w: (-(words_a[w] + words_b[w]), w))
                 edges.append(Edge(events[pair[0]].key, events[pair[1]].key, "meaning", common[:3], float(s)))
 

@@ -14,9 +14,11 @@ from html import escape
 import numpy as np
 
 PALETTE = [
-    "#2f5bea", "#d9480f", "#0f9d58", "#9c36b5", "#e8590c",
-    "#1098ad", "#c2255c", "#5c940d", "#f08c00", "#495057",
+    "#2f5bea", "#e8590c", "#0f9d58", "#9c36b5", "#d6336c",
+    "#1098ad", "#f59f00", "#5c940d", "#364fc7", "#495057",
 ]
+# Room a node needs with its label under it: labels are wide and short.
+LABEL_W, LABEL_H = 190.0, 56.0
 WIDTH, HEIGHT = 860, 520
 MAX_NODES = 30
 
@@ -78,7 +80,37 @@ def layout(
     scale = min((width - 2 * margin) / span[0], (height - 2 * margin) / span[1])
     centre = (lo + hi) / 2
     fitted = (pos - centre) * scale + np.array([width / 2, height / 2])
+    fitted = _separate(fitted, width, height, margin)
     return [(round(float(x), 1), round(float(y), 1)) for x, y in fitted]
+
+
+def _separate(pos: np.ndarray, width: float, height: float, margin: float) -> np.ndarray:
+    """Push apart nodes whose label boxes overlap, along the axis that needs the
+    smaller move, so linked nodes do not sit on each other."""
+    pos = pos.copy()
+    n = len(pos)
+    if n < 2:
+        return pos
+    upper = np.triu(np.ones((n, n), dtype=bool), k=1)
+    for _ in range(120):
+        delta = pos[None, :, :] - pos[:, None, :]  # delta[a, b] = pos[b] - pos[a]
+        ox = LABEL_W - np.abs(delta[:, :, 0])
+        oy = LABEL_H - np.abs(delta[:, :, 1])
+        overlap = (ox > 0) & (oy > 0) & upper
+        if not overlap.any():
+            break
+        # Prefer vertical moves: labels are much wider than tall.
+        vertical = oy * 2.2 < ox
+        sign_x = np.where(delta[:, :, 0] >= 0, 1.0, -1.0)
+        sign_y = np.where(delta[:, :, 1] >= 0, 1.0, -1.0)
+        shift = np.zeros((n, n, 2))
+        shift[:, :, 1] = np.where(overlap & vertical, (oy / 2 + 0.5) * sign_y, 0.0)
+        shift[:, :, 0] = np.where(overlap & ~vertical, (ox / 2 + 0.5) * sign_x, 0.0)
+        # Each pair moves half its overlap per round; b away from a, a away from b.
+        pos += 0.5 * (shift.sum(axis=0) - shift.sum(axis=1))
+        pos[:, 0] = np.clip(pos[:, 0], margin + 30, width - margin - 30)
+        pos[:, 1] = np.clip(pos[:, 1], margin - 30, height - margin + 10)
+    return pos
 
 
 def build_graph(events: list[dict], edges: list[dict], colours: dict[int | None, str]) -> dict:
@@ -127,6 +159,14 @@ def render_svg(graph: dict) -> str:
             f'stroke-width="{1.2 + min(2.0, edge["weight"]):.1f}" stroke-opacity="0.7"{dash}>'
             f"<title>{escape(edge['label'])}</title></line>"
         )
+        if edge["shared"]:
+            # What the two share, written on the link itself.
+            mx, my = (a["x"] + b["x"]) / 2, (a["y"] + b["y"]) / 2
+            parts.append(
+                f'<text x="{mx:.1f}" y="{my - 4:.1f}" text-anchor="middle" fill="#475467" '
+                f'font-size="10" font-style="italic" paint-order="stroke" stroke="#f8fafc" '
+                f'stroke-width="3">{escape(_short(", ".join(edge["shared"][:2]), 26))}</text>'
+            )
     parts.append("</g><g class=\"nodes\">")
     for node in graph.get("nodes", []):
         label = escape(_short(node["label"]))

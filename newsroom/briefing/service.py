@@ -65,12 +65,15 @@ def items_of_day(reader, day: date) -> list[Item]:
             | Q(published__gte=start, published__lt=end)
         )
         .select_related("source")
+        .defer("html", "guid", "author")
         .order_by("first_seen_at", "id")
     )
 
 
-def _view(item: Item) -> ItemView:
+def _view(item: Item, hosts: dict[int, str]) -> ItemView:
     source = item.source
+    if source.id not in hosts:
+        hosts[source.id] = textlib.host_of(source.site_url or source.url)
     return ItemView(
         id=item.id,
         title=item.title,
@@ -78,7 +81,7 @@ def _view(item: Item) -> ItemView:
         url=item.url,
         source_id=source.id,
         source_name=source.display_title,
-        source_host=textlib.host_of(source.site_url or item.url or source.url),
+        source_host=hosts[source.id],
         published=item.published,
         first_seen=item.first_seen_at,
         category_id=item.category_id,
@@ -94,12 +97,14 @@ def write_briefing(
     embedder: Embedder | None = None,
     now: datetime | None = None,
     echo: Callable[[dict, str | None], None] | None = None,
+    all_pairs: bool = False,
 ) -> Briefing:
     """Write, store and announce the reader's briefing for `day`.
 
     Always returns a stored Briefing: when the model fails, the built-in
     analyst writes it and `fallback_reason` says why. `run` (optional) ties the
-    progress to that run's live status.
+    progress to that run's live status. `all_pairs` scores every pair of items
+    instead of LSH candidates: only the benchmark's baseline uses it.
     """
     started = timer.monotonic()
     writer = writer or default_writer()
@@ -112,7 +117,8 @@ def write_briefing(
 
     categories = categorising.ensure_categories(reader)
     items = items_of_day(reader, day)
-    views = [_view(i) for i in items]
+    hosts: dict[int, str] = {}
+    views = [_view(i, hosts) for i in items]
     embedder = embedder or get_embedder()
 
     progress.stage("grouping", f"Grouping {len(views)} items into events")
@@ -122,7 +128,9 @@ def write_briefing(
     _save_categories(placed)
 
     threshold = settings.NEWSROOM_BRIEFING_SAME_STORY
-    events, _ = build_events(views, vectors, threshold, as_of) if views else ([], None)
+    events, _ = (
+        build_events(views, vectors, threshold, as_of, all_pairs=all_pairs) if views else ([], None)
+    )
     left_out = link_storylines(reader, day, events, embedder, threshold)
     shown = [e for e in events if not e.left_out]
     attach_names(shown)

@@ -49,8 +49,10 @@ def normalise_url(url: str) -> str:
     host = (parts.hostname or "").lower().removeprefix("www.")
     if not host:
         return ""
-    query = [(k, v) for k, v in parse_qsl(parts.query) if not _TRACKING.match(k)]
     path = parts.path.rstrip("/") or "/"
+    if not parts.query:
+        return f"//{host}{path}"
+    query = [(k, v) for k, v in parse_qsl(parts.query) if not _TRACKING.match(k)]
     return urlunsplit(("", host, path, urlencode(sorted(query)), ""))
 
 
@@ -102,6 +104,7 @@ class Gazetteer:
     lookup: dict[str, Name]  # surface form -> canonical name
     stop: frozenset[str]
     longest: int  # most words in any surface form
+    starts: dict[str, int]  # first word of a surface form -> most words after it
 
     @classmethod
     def from_json(cls, data: dict) -> Gazetteer:
@@ -117,7 +120,13 @@ class Gazetteer:
             for alias in aliases:
                 lookup[alias] = Name(org, "organisation")
         longest = max(len(k.split()) for k in lookup)
-        return cls(lookup=lookup, stop=frozenset(data["stop"]), longest=longest)
+        starts: dict[str, int] = {}
+        for key in lookup:
+            words = key.split()
+            # "U.K." is tokenised as "U.K" + "."; index both spellings.
+            for first in {words[0], words[0].rstrip(".")}:
+                starts[first] = max(starts.get(first, 0), len(words) + 1)
+        return cls(lookup=lookup, stop=frozenset(data["stop"]), longest=longest, starts=starts)
 
 
 @lru_cache(maxsize=1)
@@ -153,7 +162,9 @@ def extract_names(text: str, gaz: Gazetteer | None = None) -> list[Name]:
     i = 0
     while i < len(tokens):
         hit = None
-        for width in range(min(gaz.longest, len(tokens) - i), 0, -1):
+        # Only words that start a gazetteer entry are looked up, and only as
+        # far as that entry can reach: most tokens cost one dict probe.
+        for width in range(min(gaz.starts.get(tokens[i], 0), len(tokens) - i), 0, -1):
             surface = " ".join(tokens[i : i + width])
             name = gaz.lookup.get(surface) or gaz.lookup.get(surface + ".")
             if name:
