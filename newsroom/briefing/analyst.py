@@ -65,7 +65,9 @@ class Analyst:
             claims.append(Claim(text=text, refs=event["items"][:6], event=event["key"]))
         return Section("overview", "Overview", claims)
 
-    def _category(self, digest: Digest, category_id: int | None, name: str, events: list[dict]) -> Section:
+    def _category(
+        self, digest: Digest, category_id: int | None, name: str, events: list[dict]
+    ) -> Section:
         claims = []
         for event in events[:PER_SECTION]:
             lead = event["lead"] or event["headline"]
@@ -91,8 +93,12 @@ class Analyst:
                 )
             else:
                 what = f", around {_join(edge['shared'])}" if edge["shared"] else ""
-                text = f"“{a['headline']}” is close in meaning to “{b['headline']}”{what}."
-            claims.append(Claim(text=text, refs=[a["items"][0], b["items"][0]], event=a["key"]))
+                text = (
+                    f"“{a['headline']}” is close in meaning to “{b['headline']}”{what}."
+                )
+            claims.append(
+                Claim(text=text, refs=[a["items"][0], b["items"][0]], event=a["key"])
+            )
         return Section("connections", "How it all connects", claims)
 
     def _outlook(self, digest: Digest) -> Section:
@@ -103,10 +109,14 @@ class Analyst:
                 break
             for item_id in event["items"][:4]:
                 item = digest.items[item_id]
-                forward = [s for s in textlib.sentences(item["text"]) if _FORWARD.search(s)]
+                forward = [
+                    s for s in textlib.sentences(item["text"]) if _FORWARD.search(s)
+                ]
                 if forward and forward[0] not in used:
                     used.add(forward[0])
-                    claims.append(Claim(text=forward[0], refs=[item_id], event=event["key"]))
+                    claims.append(
+                        Claim(text=forward[0], refs=[item_id], event=event["key"])
+                    )
                     break
         developing = [e for e in digest.events if e["previous"]][:3]
         for event in developing:

@@ -13,11 +13,26 @@ from newsroom.briefing.embed import Embedder
 from newsroom.briefing.events import ItemView
 
 DEFAULT_CATEGORIES = [
-    ("Politics", "Government, elections, parliaments, parties, laws, ministers, votes and political crises."),
-    ("Economics", "Economy, markets, stocks, interest rates, central banks, inflation, trade, companies and jobs."),
-    ("Science and technology", "Science, research, space, health studies, computers, software, gadgets, artificial intelligence and the internet."),
-    ("World", "International news, disasters, earthquakes, wildfires, wars, diplomacy and events in other countries."),
-    ("Culture", "Arts, film, festivals, music, books, museums, television, sport and entertainment."),
+    (
+        "Politics",
+        "Government, elections, parliaments, parties, laws, ministers, votes and political crises.",
+    ),
+    (
+        "Economics",
+        "Economy, markets, stocks, interest rates, central banks, inflation, trade, companies and jobs.",
+    ),
+    (
+        "Science and technology",
+        "Science, research, space, health studies, computers, software, gadgets, artificial intelligence and the internet.",
+    ),
+    (
+        "World",
+        "International news, disasters, earthquakes, wildfires, wars, diplomacy and events in other countries.",
+    ),
+    (
+        "Culture",
+        "Arts, film, festivals, music, books, museums, television, sport and entertainment.",
+    ),
 ]
 
 
@@ -25,12 +40,16 @@ def ensure_categories(reader) -> list:
     """The reader's categories in their order; the defaults for a reader with none."""
     from newsroom.sources.models import Category
 
-    categories = list(Category.objects.filter(reader=reader).order_by("position", "name"))
+    categories = list(
+        Category.objects.filter(reader=reader).order_by("position", "name")
+    )
     if categories:
         return categories
     for position, (name, description) in enumerate(DEFAULT_CATEGORIES):
         Category.objects.get_or_create(
-            reader=reader, name=name, defaults={"description": description, "position": position}
+            reader=reader,
+            name=name,
+            defaults={"description": description, "position": position},
         )
     return list(Category.objects.filter(reader=reader).order_by("position", "name"))
 
@@ -48,7 +67,9 @@ def assign(
     if not categories:
         return {}
     own = {c.id for c in categories}
-    described = embedder.encode([f"{c.name}. {c.description}".strip() for c in categories])
+    described = embedder.encode(
+        [f"{c.name}. {c.description}".strip() for c in categories]
+    )
     placed: dict[int, int] = {}
     need = [n for n, item in enumerate(items) if item.category_id not in own]
     if need:
@@ -57,6 +78,8 @@ def assign(
         for row, n in enumerate(need):
             item = items[n]
             from_source = source_categories.get(item.source_id)
-            item.category_id = from_source if from_source in own else categories[int(best[row])].id
+            item.category_id = (
+                from_source if from_source in own else categories[int(best[row])].id
+            )
             placed[item.id] = item.category_id
     return placed

@@ -69,9 +69,9 @@ class LshIndex:
 
     def planes(self, dim: int, bits: int) -> np.ndarray:
         rng = np.random.default_rng(self.seed)
-        return rng.standard_normal((dim, self.tables * (bits + self.extra_bits))).astype(
-            np.float32
-        )
+        return rng.standard_normal(
+            (dim, self.tables * (bits + self.extra_bits))
+        ).astype(np.float32)
 
     def buckets(self, vectors: np.ndarray) -> list[np.ndarray]:
         """Groups of row indices that share a bucket in some table (size >= 2)."""
@@ -236,7 +236,9 @@ def cluster(
         sims = np.einsum("ij,ij->i", vectors[a], vectors[b])
         keep = sims >= threshold
         if keep.any():
-            found.append(np.minimum(a[keep], b[keep]) * n + np.maximum(a[keep], b[keep]))
+            found.append(
+                np.minimum(a[keep], b[keep]) * n + np.maximum(a[keep], b[keep])
+            )
             found_sims.append(sims[keep])
     if not found:
         return ClusterResult(uf.groups(), scored, 0, joined)

@@ -85,6 +85,8 @@ def to_markdown(title: str, sections: list[dict], items: dict) -> str:
         lines += ["## Sources", ""]
         for key, n in numbers.items():
             item = items[key]
-            lines.append(f"{n}. [{item['title'] or item['url']}]({item['url']}) — {item['source']}")
+            lines.append(
+                f"{n}. [{item['title'] or item['url']}]({item['url']}) — {item['source']}"
+            )
         lines.append("")
     return "\n".join(lines)

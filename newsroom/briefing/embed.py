@@ -63,7 +63,9 @@ class WordLlamaEmbedder:
         clipped = [(t or "")[:600] for t in texts]
         # Batches of similar length waste less on padding.
         order = sorted(range(len(clipped)), key=lambda k: len(clipped[k]))
-        vectors = self._model.embed([clipped[k] for k in order], norm=False, batch_size=128)
+        vectors = self._model.embed(
+            [clipped[k] for k in order], norm=False, batch_size=128
+        )
         out = np.empty_like(vectors)
         out[order] = vectors
         return unit_rows(out)

@@ -16,7 +16,12 @@ from datetime import datetime
 import numpy as np
 
 from newsroom.briefing import text as textlib
-from newsroom.briefing.cluster import ClusterResult, LshIndex, cluster, cluster_all_pairs
+from newsroom.briefing.cluster import (
+    ClusterResult,
+    LshIndex,
+    cluster,
+    cluster_all_pairs,
+)
 
 # Importance halves for every this many hours an event has been quiet.
 RECENCY_HALF_LIFE_HOURS = 12.0
@@ -143,7 +148,11 @@ class Edge:
     def label(self) -> str:
         if self.kind == "names":
             return "Both involve " + _join(self.shared)
-        return "Close in meaning: " + _join(self.shared) if self.shared else "Close in meaning"
+        return (
+            "Close in meaning: " + _join(self.shared)
+            if self.shared
+            else "Close in meaning"
+        )
 
     def to_json(self) -> dict:
         return {
@@ -186,7 +195,9 @@ def build_events(
     urls = [textlib.normalise_url(i.url) for i in items]
     gaz = textlib.gazetteer()
     for item in items:
-        item.names = textlib.extract_names(f"{item.title}. {textlib.lead(item.text, 600)}", gaz)
+        item.names = textlib.extract_names(
+            f"{item.title}. {textlib.lead(item.text, 600)}", gaz
+        )
     # Places tell stories apart ("quake in Japan", "quake in Chile"). People do
     # not: one outlet names the minister, another only her ministry.
     keys = [frozenset(n.text for n in i.names if n.kind == "place") for i in items]
@@ -206,14 +217,23 @@ def build_events(
         closeness = block @ centroid
         order = sorted(
             range(len(members)),
-            key=lambda k: (-round(float(closeness[k]), 6), -len(members[k].text), members[k].id),
+            key=lambda k: (
+                -round(float(closeness[k]), 6),
+                -len(members[k].text),
+                members[k].id,
+            ),
         )
         members = [members[k] for k in order]
         cats = Counter(m.category_id for m in members if m.category_id is not None)
         category = (
             sorted(cats.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] if cats else None
         )
-        event = Event(key="", items=members, vector=centroid.astype(np.float32), category_id=category)
+        event = Event(
+            key="",
+            items=members,
+            vector=centroid.astype(np.float32),
+            category_id=category,
+        )
         event.importance = importance(event.independent_sources, event.last_seen, now)
         events.append(event)
     events.sort(key=lambda e: (-e.importance, e.first_seen, e.items[0].id))
@@ -231,13 +251,17 @@ def attach_names(events: Sequence[Event]) -> None:
             for name in item.names:
                 counts[name.text] += 1
                 kinds.setdefault(name.text, name)
-        event.names = [kinds[t] for t, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+        event.names = [
+            kinds[t] for t, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        ]
 
 
 def _content_words(event: Event) -> Counter[str]:
     words: Counter[str] = Counter()
     for item in event.items[:6]:
-        for w in re.findall(r"[a-z][a-z'-]{2,}", f"{item.title} {item.text[:300]}".lower()):
+        for w in re.findall(
+            r"[a-z][a-z'-]{2,}", f"{item.title} {item.text[:300]}".lower()
+        ):
             if w not in _STOPWORDS:
                 words[w] += 1
     return words
@@ -293,15 +317,29 @@ def connect(
                     if k not in words:
                         words[k] = _content_words(events[k])
                 words_a, words_b = words[pair[0]], words[pair[1]]
-                common = sorted(set(words_a) & set(words_b), key=lambda w: (-(words_a[w] + words_b[w]), w))
-                edges.append(Edge(events[pair[0]].key, events[pair[1]].key, "meaning", common[:3], float(s)))
+                common = sorted(
+                    set(words_a) & set(words_b),
+                    key=lambda w: (-(words_a[w] + words_b[w]), w),
+                )
+                edges.append(
+                    Edge(
+                        events[pair[0]].key,
+                        events[pair[1]].key,
+                        "meaning",
+                        common[:3],
+                        float(s),
+                    )
+                )
 
     # Keep each event's strongest few links so the graph stays readable.
     edges.sort(key=lambda e: (-e.weight, e.a, e.b))
     degree: Counter[str] = Counter()
     kept: list[Edge] = []
     for edge in edges:
-        if degree[edge.a] >= MAX_EDGES_PER_EVENT or degree[edge.b] >= MAX_EDGES_PER_EVENT:
+        if (
+            degree[edge.a] >= MAX_EDGES_PER_EVENT
+            or degree[edge.b] >= MAX_EDGES_PER_EVENT
+        ):
             continue
         degree[edge.a] += 1
         degree[edge.b] += 1

@@ -14,11 +14,19 @@ from html import escape
 import numpy as np
 
 PALETTE = [
-    "#2f5bea", "#e8590c", "#0f9d58", "#9c36b5", "#d6336c",
-    "#1098ad", "#f59f00", "#5c940d", "#364fc7", "#495057",
+    "#2f5bea",
+    "#e8590c",
+    "#0f9d58",
+    "#9c36b5",
+    "#d6336c",
+    "#1098ad",
+    "#f59f00",
+    "#5c940d",
+    "#364fc7",
+    "#495057",
 ]
 # Room a node needs with its label under it: labels are wide and short.
-LABEL_W, LABEL_H = 190.0, 56.0
+LABEL_W, LABEL_H = 200.0, 72.0
 WIDTH, HEIGHT = 860, 520
 MAX_NODES = 30
 
@@ -28,7 +36,9 @@ def category_colours(category_ids: list[int | None]) -> dict[int | None, str]:
     colours: dict[int | None, str] = {}
     for cid in category_ids:
         if cid not in colours:
-            colours[cid] = PALETTE[len(colours) % len(PALETTE)] if cid is not None else "#868e96"
+            colours[cid] = (
+                PALETTE[len(colours) % len(PALETTE)] if cid is not None else "#868e96"
+            )
     return colours
 
 
@@ -49,7 +59,10 @@ def layout(
     golden = math.pi * (3 - math.sqrt(5))
     pos = np.array(
         [
-            (math.sqrt((k + 0.5) / n) * math.cos(k * golden), math.sqrt((k + 0.5) / n) * math.sin(k * golden))
+            (
+                math.sqrt((k + 0.5) / n) * math.cos(k * golden),
+                math.sqrt((k + 0.5) / n) * math.sin(k * golden),
+            )
             for k in range(n)
         ]
     )
@@ -84,7 +97,9 @@ def layout(
     return [(round(float(x), 1), round(float(y), 1)) for x, y in fitted]
 
 
-def _separate(pos: np.ndarray, width: float, height: float, margin: float) -> np.ndarray:
+def _separate(
+    pos: np.ndarray, width: float, height: float, margin: float
+) -> np.ndarray:
     """Push apart nodes whose label boxes overlap, along the axis that needs the
     smaller move, so linked nodes do not sit on each other."""
     pos = pos.copy()
@@ -113,12 +128,16 @@ def _separate(pos: np.ndarray, width: float, height: float, margin: float) -> np
     return pos
 
 
-def build_graph(events: list[dict], edges: list[dict], colours: dict[int | None, str]) -> dict:
+def build_graph(
+    events: list[dict], edges: list[dict], colours: dict[int | None, str]
+) -> dict:
     """The stored graph: the most important events, their edges, positions."""
     shown = events[:MAX_NODES]
     index = {e["key"]: n for n, e in enumerate(shown)}
     kept = [e for e in edges if e["a"] in index and e["b"] in index]
-    positions = layout(len(shown), [(index[e["a"]], index[e["b"]], e["weight"]) for e in kept])
+    positions = layout(
+        len(shown), [(index[e["a"]], index[e["b"]], e["weight"]) for e in kept]
+    )
     top = max((e["importance"] for e in shown), default=1.0) or 1.0
     nodes = []
     for event, (x, y) in zip(shown, positions, strict=True):
@@ -134,7 +153,13 @@ def build_graph(events: list[dict], edges: list[dict], colours: dict[int | None,
                 "sources": len(event["sources"]),
             }
         )
-    return {"width": WIDTH, "height": HEIGHT, "nodes": nodes, "edges": kept, "all_edges": len(edges)}
+    return {
+        "width": WIDTH,
+        "height": HEIGHT,
+        "nodes": nodes,
+        "edges": kept,
+        "all_edges": len(edges),
+    }
 
 
 def _short(text: str, limit: int = 30) -> str:
@@ -159,18 +184,12 @@ def render_svg(graph: dict) -> str:
             f'stroke-width="{1.2 + min(2.0, edge["weight"]):.1f}" stroke-opacity="0.7"{dash}>'
             f"<title>{escape(edge['label'])}</title></line>"
         )
-        if edge["shared"]:
-            # What the two share, written on the link itself.
-            mx, my = (a["x"] + b["x"]) / 2, (a["y"] + b["y"]) / 2
-            parts.append(
-                f'<text x="{mx:.1f}" y="{my - 4:.1f}" text-anchor="middle" fill="#475467" '
-                f'font-size="10" font-style="italic" paint-order="stroke" stroke="#f8fafc" '
-                f'stroke-width="3">{escape(_short(", ".join(edge["shared"][:2]), 26))}</text>'
-            )
-    parts.append("</g><g class=\"nodes\">")
+    parts.append('</g><g class="nodes">')
     for node in graph.get("nodes", []):
         label = escape(_short(node["label"]))
-        tip = escape(f"{node['label']} · {node['category'] or 'Uncategorised'} · {node['sources']} sources")
+        tip = escape(
+            f"{node['label']} · {node['category'] or 'Uncategorised'} · {node['sources']} sources"
+        )
         anchor_y = node["y"] + node["r"] + 14
         parts.append(
             f'<a href="#event-{escape(node["key"])}" class="node">'

@@ -122,20 +122,28 @@ class LlmWriter:
             # The endpoint is the operator's own (often Ollama on localhost), so
             # it is not held to the private-network rule for reader sources;
             # proxies from the environment are still ignored.
-            with httpx.Client(timeout=timeout, trust_env=False, transport=self.transport) as client:
+            with httpx.Client(
+                timeout=timeout, trust_env=False, transport=self.transport
+            ) as client:
                 with client.stream(
                     "POST", f"{self.url}/chat/completions", json=body, headers=headers
                 ) as response:
                     if response.status_code != 200:
                         detail = response.read()[:300].decode("utf-8", "replace")
-                        raise LlmError(f"the model endpoint answered HTTP {response.status_code}: {detail}")
+                        raise LlmError(
+                            f"the model endpoint answered HTTP {response.status_code}: {detail}"
+                        )
                     for line in response.iter_lines():
                         if self.clock() > deadline:
-                            raise LlmError(f"the model took longer than {self.timeout:g} s")
+                            raise LlmError(
+                                f"the model took longer than {self.timeout:g} s"
+                            )
                         if not line.strip() or line.startswith(":"):
                             continue
                         if not line.startswith("data:"):
-                            raise LlmError(f"the model sent a malformed stream line: {line[:80]!r}")
+                            raise LlmError(
+                                f"the model sent a malformed stream line: {line[:80]!r}"
+                            )
                         data = line[5:].strip()
                         if data == "[DONE]":
                             finished = True
@@ -153,9 +161,13 @@ class LlmWriter:
                                 heading = match.group(1)
                         report(heading, delta)
         except httpx.TimeoutException:
-            raise LlmError(f"the model did not answer within {self.timeout:g} s") from None
+            raise LlmError(
+                f"the model did not answer within {self.timeout:g} s"
+            ) from None
         except httpx.HTTPError as e:
-            raise LlmError(f"the connection to the model failed: {e or type(e).__name__}") from None
+            raise LlmError(
+                f"the connection to the model failed: {e or type(e).__name__}"
+            ) from None
         text = "".join(chunks)
         if not finished:
             raise LlmError("the model's stream ended before it said it was done")
@@ -169,7 +181,9 @@ def _delta(data: str) -> str | None:
     try:
         chunk = json.loads(data)
     except json.JSONDecodeError:
-        raise LlmError(f"the model sent a chunk that is not JSON: {data[:80]!r}") from None
+        raise LlmError(
+            f"the model sent a chunk that is not JSON: {data[:80]!r}"
+        ) from None
     if not isinstance(chunk, dict):
         raise LlmError("the model sent a chunk that is not a JSON object")
     if "error" in chunk:
@@ -213,7 +227,9 @@ def parse_sections(text: str, digest: Digest) -> list[Section]:
             flush()
             heading = match.group(1).strip("*# ").strip()
             key = _section_key(heading, categories)
-            current = Section(key, heading, [], category=categories.get(heading.lower()))
+            current = Section(
+                key, heading, [], category=categories.get(heading.lower())
+            )
             sections.append(current)
             continue
         if current is None:
@@ -246,7 +262,9 @@ def _section_key(heading: str, categories: dict[str, int | None]) -> str:
 
 
 def _claim(text: str) -> Claim:
-    refs = [int(n) for group in _REF_GROUP.findall(text) for n in _REF_NUMBER.findall(group)]
+    refs = [
+        int(n) for group in _REF_GROUP.findall(text) for n in _REF_NUMBER.findall(group)
+    ]
     clean = _REF_GROUP.sub("", text)
     clean = re.sub(r"\s+([.,;:!?])", r"\1", re.sub(r"\s{2,}", " ", clean)).strip()
     return Claim(text=clean, refs=refs)

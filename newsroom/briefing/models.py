@@ -24,13 +24,20 @@ class Briefing(models.Model):
     )
     day = models.DateField()
     run = models.ForeignKey(
-        "newsroom.Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "newsroom.Run",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
     )
     created_at = models.DateTimeField(auto_now_add=True)
     engine = models.CharField(max_length=10, choices=Engine.choices)
-    model = models.CharField(max_length=200, blank=True, help_text="The model that wrote it.")
+    model = models.CharField(
+        max_length=200, blank=True, help_text="The model that wrote it."
+    )
     fallback_reason = models.TextField(
-        blank=True, help_text="Why the model's text was replaced by the built-in analyst's."
+        blank=True,
+        help_text="Why the model's text was replaced by the built-in analyst's.",
     )
     sections = models.JSONField(default=list)
     events = models.JSONField(default=list)
@@ -39,7 +46,8 @@ class Briefing(models.Model):
     text = models.TextField(blank=True, help_text="The briefing as Markdown.")
     item_count = models.PositiveIntegerField(default=0)
     left_out = models.PositiveIntegerField(
-        default=0, help_text="Stories already covered in recent briefings with nothing new."
+        default=0,
+        help_text="Stories already covered in recent briefings with nothing new.",
     )
     duration_ms = models.PositiveIntegerField(default=0)
 

@@ -26,7 +26,13 @@ from newsroom.briefing import text as textlib
 from newsroom.briefing.analyst import Analyst
 from newsroom.briefing.digest import Digest, Section, to_markdown
 from newsroom.briefing.embed import Embedder, get_embedder
-from newsroom.briefing.events import Event, ItemView, attach_names, build_events, connect
+from newsroom.briefing.events import (
+    Event,
+    ItemView,
+    attach_names,
+    build_events,
+    connect,
+)
 from newsroom.briefing.llm import LlmError, LlmWriter
 from newsroom.briefing.models import Briefing
 from newsroom.briefing.progress import Progress
@@ -110,7 +116,9 @@ def write_briefing(
     writer = writer or default_writer()
     run_id = run.pk if run is not None else None
     progress = Progress(run_id, writer.engine, echo=echo)
-    progress.stage("gathering", f"Briefing for {day.isoformat()}: gathering the day's items")
+    progress.stage(
+        "gathering", f"Briefing for {day.isoformat()}: gathering the day's items"
+    )
     now = now or timezone.now()
     start, end = day_bounds(day)
     as_of = min(now, end)
@@ -122,14 +130,20 @@ def write_briefing(
     embedder = embedder or get_embedder()
 
     progress.stage("grouping", f"Grouping {len(views)} items into events")
-    vectors = embedder.encode([v.embed_text for v in views]) if views else np.zeros((0, 1))
+    vectors = (
+        embedder.encode([v.embed_text for v in views]) if views else np.zeros((0, 1))
+    )
     source_categories = {i.source_id: i.source.category_id for i in items}
-    placed = categorising.assign(views, vectors, categories, source_categories, embedder)
+    placed = categorising.assign(
+        views, vectors, categories, source_categories, embedder
+    )
     _save_categories(placed)
 
     threshold = settings.NEWSROOM_BRIEFING_SAME_STORY
     events, _ = (
-        build_events(views, vectors, threshold, as_of, all_pairs=all_pairs) if views else ([], None)
+        build_events(views, vectors, threshold, as_of, all_pairs=all_pairs)
+        if views
+        else ([], None)
     )
     left_out = link_storylines(reader, day, events, embedder, threshold)
     shown = [e for e in events if not e.left_out]
@@ -146,7 +160,12 @@ def write_briefing(
         events=event_json,
         edges=edges,
         items={
-            v.id: {"title": v.title, "url": v.url, "source": v.source_name, "text": v.text}
+            v.id: {
+                "title": v.title,
+                "url": v.url,
+                "source": v.source_name,
+                "text": v.text,
+            }
             for e in shown
             for v in e.items
         },
@@ -197,7 +216,9 @@ def write_briefing(
     return briefing
 
 
-def _write(writer, digest: Digest, progress: Progress) -> tuple[list[Section], str, str, str]:
+def _write(
+    writer, digest: Digest, progress: Progress
+) -> tuple[list[Section], str, str, str]:
     """Sections from the writer; the built-in analyst when a model fails."""
     if isinstance(writer, LlmWriter):
         try:
@@ -206,8 +227,13 @@ def _write(writer, digest: Digest, progress: Progress) -> tuple[list[Section], s
         except LlmError as e:
             reason = f"The model {writer.model} could not write this briefing: {e}."
             log.warning("%s Falling back to the built-in analyst.", reason)
-            progress.stage("writing", reason + " The built-in analyst writes it instead.",
-                           engine=Analyst.engine, words=0, heading="")
+            progress.stage(
+                "writing",
+                reason + " The built-in analyst writes it instead.",
+                engine=Analyst.engine,
+                words=0,
+                heading="",
+            )
             writer = Analyst()
             sections = writer.write(digest, progress.wrote)
             digest.verify(sections)
@@ -223,7 +249,9 @@ def _save_categories(placed: dict[int, int]) -> None:
         by_category.setdefault(category_id, []).append(item_id)
     for category_id, ids in by_category.items():
         for chunk in range(0, len(ids), 500):
-            Item.objects.filter(id__in=ids[chunk : chunk + 500]).update(category_id=category_id)
+            Item.objects.filter(id__in=ids[chunk : chunk + 500]).update(
+                category_id=category_id
+            )
 
 
 def link_storylines(
@@ -273,12 +301,16 @@ def link_storylines(
         mine.discard("u:")
         mine.discard("t:")
         matches = [
-            p for p in range(len(past)) if sims[n, p] >= threshold or (mine & covered[p])
+            p
+            for p in range(len(past))
+            if sims[n, p] >= threshold or (mine & covered[p])
         ]
         if not matches:
             continue
         # The newest match carries the story id on.
-        matches.sort(key=lambda p: (past[p][0].day, past[p][0].created_at), reverse=True)
+        matches.sort(
+            key=lambda p: (past[p][0].day, past[p][0].created_at), reverse=True
+        )
         event.story = past[matches[0]][1].get("story") or event.story
         event.previous = [
             {
@@ -298,7 +330,10 @@ def link_storylines(
                 i
                 for i in event.items
                 if not (
-                    {"u:" + textlib.normalise_url(i.url), "t:" + textlib.normalise_title(i.title)}
+                    {
+                        "u:" + textlib.normalise_url(i.url),
+                        "t:" + textlib.normalise_title(i.title),
+                    }
                     & seen_before
                 )
             ]

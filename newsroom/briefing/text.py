@@ -126,7 +126,9 @@ class Gazetteer:
             # "U.K." is tokenised as "U.K" + "."; index both spellings.
             for first in {words[0], words[0].rstrip(".")}:
                 starts[first] = max(starts.get(first, 0), len(words) + 1)
-        return cls(lookup=lookup, stop=frozenset(data["stop"]), longest=longest, starts=starts)
+        return cls(
+            lookup=lookup, stop=frozenset(data["stop"]), longest=longest, starts=starts
+        )
 
 
 @lru_cache(maxsize=1)
@@ -136,11 +138,37 @@ def gazetteer() -> Gazetteer:
 
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9&+'’.-]*[A-Za-z0-9+]|[A-Za-z]|[.,;:!?\"“”()]")
 _ORG_WORDS = {
-    "Agency", "Airlines", "Association", "Authority", "Bank", "Board", "Bureau",
-    "Commission", "Committee", "Company", "Corporation", "Council", "Court",
-    "Department", "Federation", "Foundation", "Fund", "Group", "Inc", "Institute",
-    "League", "Ministry", "Motors", "Office", "Organisation", "Organization",
-    "Party", "Service", "Systems", "Union", "University",
+    "Agency",
+    "Airlines",
+    "Association",
+    "Authority",
+    "Bank",
+    "Board",
+    "Bureau",
+    "Commission",
+    "Committee",
+    "Company",
+    "Corporation",
+    "Council",
+    "Court",
+    "Department",
+    "Federation",
+    "Foundation",
+    "Fund",
+    "Group",
+    "Inc",
+    "Institute",
+    "League",
+    "Ministry",
+    "Motors",
+    "Office",
+    "Organisation",
+    "Organization",
+    "Party",
+    "Service",
+    "Systems",
+    "Union",
+    "University",
 }
 
 

@@ -30,7 +30,9 @@ def _own(request: HttpRequest, pk: int) -> Briefing:
 def briefing_list(request: HttpRequest) -> HttpResponse:
     """The archive: one row per day, the newest briefing of the day first."""
     days: dict[date, dict] = {}
-    for b in Briefing.objects.filter(reader=request.user).defer("text", "graph", "items")[:500]:
+    for b in Briefing.objects.filter(reader=request.user).defer(
+        "text", "graph", "items"
+    )[:500]:
         entry = days.setdefault(b.day, {"day": b.day, "latest": b, "versions": 0})
         entry["versions"] += 1
     return render(
@@ -86,18 +88,24 @@ def _detail(request: HttpRequest, briefing: Briefing) -> HttpResponse:
             {
                 **event,
                 "item_list": [
-                    {"id": i, **briefing.items[str(i)]} for i in event["items"] if str(i) in briefing.items
+                    {"id": i, **briefing.items[str(i)]}
+                    for i in event["items"]
+                    if str(i) in briefing.items
                 ],
                 "first": _parse(event["first_seen"]),
                 "last": _parse(event["last_seen"]),
             }
         )
-    versions = Briefing.objects.filter(reader=request.user, day=briefing.day).only("id", "created_at", "model")
+    versions = Briefing.objects.filter(reader=request.user, day=briefing.day).only(
+        "id", "created_at", "model"
+    )
     context = {
         "briefing": briefing,
         "sections": sections,
         "events": events,
-        "svg": mark_safe(graphing.render_svg(briefing.graph)) if briefing.graph.get("nodes") else "",
+        "svg": mark_safe(graphing.render_svg(briefing.graph))
+        if briefing.graph.get("nodes")
+        else "",
         "legend": graphing.legend(briefing.graph),
         "edges": briefing.graph.get("edges", []),
         "versions": versions,
@@ -119,7 +127,9 @@ def _parse(value: str):
 def briefing_markdown(request: HttpRequest, pk: int) -> HttpResponse:
     briefing = _own(request, pk)
     response = HttpResponse(briefing.text, content_type="text/markdown; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="briefing-{briefing.day.isoformat()}.md"'
+    response["Content-Disposition"] = (
+        f'attachment; filename="briefing-{briefing.day.isoformat()}.md"'
+    )
     return response
 
 
@@ -137,7 +147,9 @@ def briefing_write(request: HttpRequest) -> HttpResponse:
         return redirect("briefing_list")
     reader = request.user
     if settings.NEWSROOM_LLM_URL:
-        thread = threading.Thread(target=_write_in_background, args=(reader, day), daemon=True)
+        thread = threading.Thread(
+            target=_write_in_background, args=(reader, day), daemon=True
+        )
         thread.start()
         messages.info(
             request,
@@ -146,7 +158,10 @@ def briefing_write(request: HttpRequest) -> HttpResponse:
         )
         return redirect("briefing_list")
     briefing = write_briefing(reader, day)
-    messages.success(request, f"Briefing written: {len(briefing.events)} events from {briefing.item_count} items.")
+    messages.success(
+        request,
+        f"Briefing written: {len(briefing.events)} events from {briefing.item_count} items.",
+    )
     return redirect(briefing)
 
 

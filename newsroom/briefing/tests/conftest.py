@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta
-from datetime import timezone as dt_timezone
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
@@ -12,7 +11,7 @@ from newsroom.briefing.embed import get_embedder
 from newsroom.briefing.tests.news import NEWS, SOURCE_CATEGORIES
 
 DAY = date(2026, 11, 30)
-END_OF_DAY = datetime(2026, 11, 30, 23, 0, tzinfo=dt_timezone.utc)
+END_OF_DAY = datetime(2026, 11, 30, 23, 0, tzinfo=UTC)
 
 
 @pytest.fixture(scope="session")
@@ -38,7 +37,7 @@ def make_items(reader, news=NEWS, day: date = DAY, prefix: str = ""):
     from newsroom.sources.models import Source
 
     categories = {c.name: c for c in ensure_categories(reader)}
-    start = datetime(day.year, day.month, day.day, 6, 0, tzinfo=dt_timezone.utc)
+    start = datetime(day.year, day.month, day.day, 6, 0, tzinfo=UTC)
     by_story: dict[str, list] = {}
     for n, (story, source_name, title, text, url) in enumerate(news):
         host = url.split("/")[2]

@@ -17,7 +17,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 def _chunk(text: str) -> bytes:
-    body = {"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}
+    body = {
+        "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]
+    }
     return f"data: {json.dumps(body)}\n\n".encode()
 
 
@@ -55,8 +57,11 @@ class ChatServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
                 server.requests.append(
-                    {"path": self.path, "headers": dict(self.headers),
-                     "body": json.loads(self.rfile.read(length) or b"{}")}
+                    {
+                        "path": self.path,
+                        "headers": dict(self.headers),
+                        "body": json.loads(self.rfile.read(length) or b"{}"),
+                    }
                 )
                 scenario = self.path.strip("/").split("/")[0]
                 if scenario == "silent":
@@ -91,6 +96,8 @@ class ChatServer:
                 if scenario == "cut":
                     return  # the connection closes without [DONE]
                 done = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
-                self.wfile.write(f"data: {json.dumps(done)}\n\ndata: [DONE]\n\n".encode())
+                self.wfile.write(
+                    f"data: {json.dumps(done)}\n\ndata: [DONE]\n\n".encode()
+                )
 
         return Handler

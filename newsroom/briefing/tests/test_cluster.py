@@ -16,7 +16,9 @@ from newsroom.briefing.cluster import (
 def _stories(n_stories: int, per_story: int, noise: float, seed: int = 3) -> np.ndarray:
     rng = np.random.default_rng(seed)
     centres = rng.standard_normal((n_stories, 64))
-    vectors = np.repeat(centres, per_story, axis=0) + noise * rng.standard_normal((n_stories * per_story, 64))
+    vectors = np.repeat(centres, per_story, axis=0) + noise * rng.standard_normal(
+        (n_stories * per_story, 64)
+    )
     return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
 
 
@@ -43,7 +45,9 @@ def test_lsh_groups_match_the_all_pairs_groups_on_clear_stories():
 
 def test_equal_titles_and_urls_join_even_when_the_texts_differ():
     vectors = _stories(4, 1, noise=0.0)
-    result = cluster(vectors, ["same title", "", "same title", ""], ["", "//a/1", "", "//a/1"], 0.99)
+    result = cluster(
+        vectors, ["same title", "", "same title", ""], ["", "//a/1", "", "//a/1"], 0.99
+    )
     assert sorted(map(sorted, result.groups)) == [[0, 2], [1, 3]]
     assert result.exact_links == 2
 
@@ -52,10 +56,16 @@ def test_a_crowded_bucket_is_split_so_work_stays_bounded():
     # Every vector nearly the same: one LSH bucket would hold all of them.
     rng = np.random.default_rng(5)
     vectors = np.ones((400, 32)) + 0.01 * rng.standard_normal((400, 32))
-    vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+    vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(
+        np.float32
+    )
     index = LshIndex(max_bucket=64)
-    assert max(len(g) for g in index.buckets(vectors)) <= 400  # splits stop at the extra bits
-    assert cluster(vectors, [""] * 400, [""] * 400, 0.9, index).groups == [list(range(400))]
+    assert (
+        max(len(g) for g in index.buckets(vectors)) <= 400
+    )  # splits stop at the extra bits
+    assert cluster(vectors, [""] * 400, [""] * 400, 0.9, index).groups == [
+        list(range(400))
+    ]
 
 
 def test_union_find_roots_are_the_smallest_index():

@@ -23,11 +23,15 @@ def _brief(alice, embedder):
 def _event_of(briefing, items) -> dict:
     ids = {i.id for i in items}
     matches = [e for e in briefing.events if ids & set(e["items"])]
-    assert len(matches) == 1, f"items {sorted(ids)} are split over {len(matches)} events"
+    assert len(matches) == 1, (
+        f"items {sorted(ids)} are split over {len(matches)} events"
+    )
     return matches[0]
 
 
-def test_stories_told_by_several_sources_collapse_into_one_event_each(alice, news_day, embedder):
+def test_stories_told_by_several_sources_collapse_into_one_event_each(
+    alice, news_day, embedder
+):
     briefing = _brief(alice, embedder)
     assert len(briefing.events) == EXPECTED_EVENTS
     for story, count in EXPECTED_STORIES.items():
@@ -40,15 +44,21 @@ def test_stories_told_by_several_sources_collapse_into_one_event_each(alice, new
         assert len(_event_of(briefing, news_day[title])["items"]) == 1, title
 
 
-def test_events_are_ordered_by_importance_from_sources_and_recency(alice, news_day, embedder):
+def test_events_are_ordered_by_importance_from_sources_and_recency(
+    alice, news_day, embedder
+):
     briefing = _brief(alice, embedder)
     importances = [e["importance"] for e in briefing.events]
     assert importances == sorted(importances, reverse=True)
     fed = _event_of(briefing, news_day["fed"])
-    library = _event_of(briefing, news_day["City library extends weekend opening hours"])
+    library = _event_of(
+        briefing, news_day["City library extends weekend opening hours"]
+    )
     assert fed["importance"] > library["importance"]
     assert fed["first_seen"] < fed["last_seen"]
-    assert fed["sources"] == sorted(["Capital Times", "Daily Ledger", "Morning Post", "Wire One"])
+    assert fed["sources"] == sorted(
+        ["Capital Times", "Daily Ledger", "Morning Post", "Wire One"]
+    )
 
 
 def test_every_item_gets_one_of_the_readers_categories(alice, news_day, embedder):
@@ -57,7 +67,12 @@ def test_every_item_gets_one_of_the_readers_categories(alice, news_day, embedder
     _brief(alice, embedder)
     own = set(alice.categories.values_list("id", flat=True))
     assert not Item.objects.filter(source__reader=alice, category__isnull=True).exists()
-    assert set(Item.objects.filter(source__reader=alice).values_list("category", flat=True)) <= own
+    assert (
+        set(
+            Item.objects.filter(source__reader=alice).values_list("category", flat=True)
+        )
+        <= own
+    )
     for story, name in EXPECTED_CATEGORY.items():
         for item in news_day[story]:
             item.refresh_from_db()
@@ -76,10 +91,18 @@ def test_a_sources_category_wins_over_meaning(alice, news_day, embedder):
     assert first_ai.category.name == "Science and technology"
 
 
-def test_a_reader_without_categories_gets_the_defaults_with_descriptions(alice, embedder):
+def test_a_reader_without_categories_gets_the_defaults_with_descriptions(
+    alice, embedder
+):
     _brief(alice, embedder)
     names = list(alice.categories.order_by("position").values_list("name", flat=True))
-    assert names == ["Politics", "Economics", "Science and technology", "World", "Culture"]
+    assert names == [
+        "Politics",
+        "Economics",
+        "Science and technology",
+        "World",
+        "Culture",
+    ]
     assert all(c.description for c in alice.categories.all())
 
 
@@ -99,7 +122,9 @@ def test_events_that_share_names_are_connected_with_a_label(alice, news_day, emb
     assert not any({e["a"], e["b"]} == {cannes, nasa} for e in edges)
 
 
-def test_every_edge_joins_two_drawn_events_and_says_what_they_share(alice, news_day, embedder):
+def test_every_edge_joins_two_drawn_events_and_says_what_they_share(
+    alice, news_day, embedder
+):
     briefing = _brief(alice, embedder)
     keys = {n["key"] for n in briefing.graph["nodes"]}
     assert briefing.graph["edges"]

@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
-from newsroom.briefing.graph import HEIGHT, WIDTH, build_graph, category_colours, layout, render_svg
+from newsroom.briefing.graph import (
+    HEIGHT,
+    WIDTH,
+    build_graph,
+    category_colours,
+    layout,
+    render_svg,
+)
 
 
 def _events(n: int) -> list[dict]:
     return [
-        {"key": f"e{k}", "headline": f"Event <{k}> & co", "category": k % 3, "category_name": f"Cat {k % 3}",
-         "importance": 1.0 / (k + 1), "sources": ["A", "B"][: 1 + k % 2]}
+        {
+            "key": f"e{k}",
+            "headline": f"Event <{k}> & co",
+            "category": k % 3,
+            "category_name": f"Cat {k % 3}",
+            "importance": 1.0 / (k + 1),
+            "sources": ["A", "B"][: 1 + k % 2],
+        }
         for k in range(n)
     ]
 
@@ -23,13 +36,25 @@ def test_the_layout_is_deterministic_and_inside_the_canvas():
 
 def test_linked_events_sit_closer_than_unlinked_ones():
     pos = layout(6, [(0, 1, 2.0)])
-    dist = lambda a, b: ((pos[a][0] - pos[b][0]) ** 2 + (pos[a][1] - pos[b][1]) ** 2) ** 0.5  # noqa: E731
+
+    def dist(a, b):
+        return ((pos[a][0] - pos[b][0]) ** 2 + (pos[a][1] - pos[b][1]) ** 2) ** 0.5
+
     assert dist(0, 1) < min(dist(0, k) for k in range(2, 6))
 
 
 def test_the_svg_escapes_labels_links_nodes_and_colours_by_category():
     events = _events(5)
-    edges = [{"a": "e0", "b": "e1", "kind": "names", "shared": ["Japan"], "label": "Both involve Japan", "weight": 0.6}]
+    edges = [
+        {
+            "a": "e0",
+            "b": "e1",
+            "kind": "names",
+            "shared": ["Japan"],
+            "label": "Both involve Japan",
+            "weight": 0.6,
+        }
+    ]
     colours = category_colours([0, 1, 2])
     svg = render_svg(build_graph(events, edges, colours))
     assert svg.count('<a href="#event-') == 5

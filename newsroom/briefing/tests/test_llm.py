@@ -13,17 +13,50 @@ from newsroom.briefing.tests.llm_server import ChatServer
 
 def _digest() -> Digest:
     items = {
-        11: {"title": "Fed raises rates", "url": "https://a.example/1", "source": "A", "text": "The Fed raised rates."},
-        12: {"title": "Fed hikes 50bp", "url": "https://b.example/2", "source": "B", "text": "Rates up by half a point."},
-        21: {"title": "Quake in Japan", "url": "https://c.example/3", "source": "C", "text": "A quake hit Japan."},
+        11: {
+            "title": "Fed raises rates",
+            "url": "https://a.example/1",
+            "source": "A",
+            "text": "The Fed raised rates.",
+        },
+        12: {
+            "title": "Fed hikes 50bp",
+            "url": "https://b.example/2",
+            "source": "B",
+            "text": "Rates up by half a point.",
+        },
+        21: {
+            "title": "Quake in Japan",
+            "url": "https://c.example/3",
+            "source": "C",
+            "text": "A quake hit Japan.",
+        },
     }
     events = [
-        {"key": "e1", "headline": "Fed raises rates", "items": [11, 12], "category": 2,
-         "category_name": "Economics", "independent_sources": 2, "lead": "", "previous": []},
-        {"key": "e2", "headline": "Quake in Japan", "items": [21], "category": 4,
-         "category_name": "World", "independent_sources": 1, "lead": "", "previous": []},
+        {
+            "key": "e1",
+            "headline": "Fed raises rates",
+            "items": [11, 12],
+            "category": 2,
+            "category_name": "Economics",
+            "independent_sources": 2,
+            "lead": "",
+            "previous": [],
+        },
+        {
+            "key": "e2",
+            "headline": "Quake in Japan",
+            "items": [21],
+            "category": 4,
+            "category_name": "World",
+            "independent_sources": 1,
+            "lead": "",
+            "previous": [],
+        },
     ]
-    return Digest(date(2026, 11, 30), [(2, "Economics"), (4, "World")], events, [], items)
+    return Digest(
+        date(2026, 11, 30), [(2, "Economics"), (4, "World")], events, [], items
+    )
 
 
 REPLY = (
@@ -48,14 +81,22 @@ def server():
 
 
 def _writer(server: ChatServer, scenario: str, timeout: float = 5.0) -> LlmWriter:
-    return LlmWriter(server.url(scenario), "test-model", api_key="sk-test", timeout=timeout)
+    return LlmWriter(
+        server.url(scenario), "test-model", api_key="sk-test", timeout=timeout
+    )
 
 
 def test_streamed_sections_keep_only_references_to_known_items(server):
     progress: list[tuple[str, str]] = []
-    sections = _writer(server, "good").write(_digest(), lambda h, t: progress.append((h, t)))
+    sections = _writer(server, "good").write(
+        _digest(), lambda h, t: progress.append((h, t))
+    )
     assert [s.heading for s in sections] == [
-        "Overview", "Economics", "World", "How it all connects", "Outlook",
+        "Overview",
+        "Economics",
+        "World",
+        "How it all connects",
+        "Outlook",
     ]
     assert sections[0].claims[0].refs == [11, 12, 21]
     # #999 and #77 do not exist: dropped, and the marker is gone from the text.
@@ -66,7 +107,7 @@ def test_streamed_sections_keep_only_references_to_known_items(server):
     assert sections[1].key == "category-2" and sections[1].category == 2
     # Progress arrived while streaming, with the current heading.
     assert len(progress) > 10
-    assert ("Outlook" in {h for h, _ in progress})
+    assert "Outlook" in {h for h, _ in progress}
 
 
 def test_the_request_is_an_openai_chat_completion_with_the_items(server):
@@ -102,7 +143,9 @@ def test_a_model_that_never_answers_times_out(server):
 
 
 def test_text_citing_only_unknown_items_is_rejected(server):
-    server.reply = "## Overview\n- Something happened [#500].\n- And more [#501, #502].\n"
+    server.reply = (
+        "## Overview\n- Something happened [#500].\n- And more [#501, #502].\n"
+    )
     with pytest.raises(LlmError, match="cited none"):
         _writer(server, "good").write(_digest(), lambda h, t: None)
 
@@ -115,7 +158,9 @@ def test_an_unreachable_endpoint_is_a_plain_error():
 
 
 def test_paragraphs_without_bullets_and_text_before_a_heading_are_claims():
-    sections = parse_sections("Intro line [#11].\n\n## World\nA quake hit\nJapan [#21; #12].\n", _digest())
+    sections = parse_sections(
+        "Intro line [#11].\n\n## World\nA quake hit\nJapan [#21; #12].\n", _digest()
+    )
     assert sections[0].key == "overview" and sections[0].claims[0].refs == [11]
     assert sections[1].claims[0].text == "A quake hit Japan."
     assert sections[1].claims[0].refs == [21, 12]

@@ -19,7 +19,9 @@ def briefing(alice, news_day, embedder):
     return write_briefing(alice, DAY, embedder=embedder, now=END_OF_DAY)
 
 
-def test_the_page_shows_sections_claims_linked_to_items_and_the_graph(alice_client, briefing, news_day):
+def test_the_page_shows_sections_claims_linked_to_items_and_the_graph(
+    alice_client, briefing, news_day
+):
     response = alice_client.get(briefing.get_absolute_url())
     assert response.status_code == 200
     page = response.content.decode()
@@ -29,7 +31,7 @@ def test_the_page_shows_sections_claims_linked_to_items_and_the_graph(alice_clie
     for item in news_day["fed"]:
         assert f'href="{item.url}"' in page
     # The graph: inline SVG whose nodes link to the events' anchors on the page.
-    assert "<svg class=\"event-graph\"" in page
+    assert '<svg class="event-graph"' in page
     for node in briefing.graph["nodes"]:
         assert f'href="#event-{node["key"]}"' in page
         assert f'id="event-{node["key"]}"' in page
@@ -48,23 +50,36 @@ def test_the_page_obeys_the_content_security_policy(alice_client, briefing):
 def test_another_readers_briefing_is_not_found(client, bob, briefing):
     client.force_login(bob)
     assert client.get(briefing.get_absolute_url()).status_code == 404
-    assert client.get(reverse("briefing_markdown", args=[briefing.pk])).status_code == 404
-    assert client.get(reverse("briefing_day", args=[DAY.isoformat()])).status_code == 404
-    assert DAY.strftime("%B") not in client.get(reverse("briefing_list")).content.decode()
+    assert (
+        client.get(reverse("briefing_markdown", args=[briefing.pk])).status_code == 404
+    )
+    assert (
+        client.get(reverse("briefing_day", args=[DAY.isoformat()])).status_code == 404
+    )
+    assert (
+        DAY.strftime("%B") not in client.get(reverse("briefing_list")).content.decode()
+    )
 
 
-def test_the_archive_lists_days_with_their_newest_briefing(alice, alice_client, briefing, embedder):
+def test_the_archive_lists_days_with_their_newest_briefing(
+    alice, alice_client, briefing, embedder
+):
     newer = write_briefing(alice, DAY, embedder=embedder, now=END_OF_DAY)
     page = alice_client.get(reverse("briefing_list")).content.decode()
     assert "Monday 30 November 2026" in page
     assert reverse("briefing_day", args=[DAY.isoformat()]) in page
     day_page = alice_client.get(reverse("briefing_day", args=[DAY.isoformat()]))
     assert day_page.context["briefing"] == newer
-    assert alice_client.get(reverse("briefing_day", args=["2026-13-01"])).status_code == 404
+    assert (
+        alice_client.get(reverse("briefing_day", args=["2026-13-01"])).status_code
+        == 404
+    )
     assert alice_client.get(reverse("briefing_latest")).url == newer.get_absolute_url()
 
 
-def test_the_markdown_export_has_sections_and_numbered_sources(alice_client, briefing, news_day):
+def test_the_markdown_export_has_sections_and_numbered_sources(
+    alice_client, briefing, news_day
+):
     response = alice_client.get(reverse("briefing_markdown", args=[briefing.pk]))
     assert response["Content-Type"].startswith("text/markdown")
     assert "attachment" in response["Content-Disposition"]
@@ -85,7 +100,9 @@ def test_write_briefing_now_writes_and_opens_it(alice, alice_client, news_day):
 
 
 def test_write_briefing_now_rejects_a_bad_day_and_get(alice, alice_client):
-    response = alice_client.post(reverse("briefing_write"), {"day": "yesterday"}, follow=True)
+    response = alice_client.post(
+        reverse("briefing_write"), {"day": "yesterday"}, follow=True
+    )
     assert "is not a date" in response.content.decode()
     assert alice_client.get(reverse("briefing_write")).status_code == 405
     assert not Briefing.objects.exists()
