@@ -588,24 +588,21 @@ def main() -> None:
         f"allpairs_matrix_product_s={matrix_s:.3f}"
     )
 
-    # How LSH clustering grows: the same vectors repeated with small noise.
-    import numpy as np
-
-    rng = np.random.default_rng(1)
+    # How clustering grows: days of 2x and 4x the items, generated alike.
     growth = []
-    for size in (n, 2 * n, 4 * n):
-        reps = size // n
-        big = np.concatenate([vectors] * reps) + 0.02 * rng.standard_normal(
-            (n * reps, vectors.shape[1])
+    for factor in (1, 2, 4):
+        more = generate(n * factor, seed=11)
+        more_vectors = embedder.encode(
+            [f"{g['title']}. {g['text'][:400]}" for g in more]
         )
-        big = (big / np.linalg.norm(big, axis=1, keepdims=True)).astype(np.float32)
+        blank = [""] * len(more)
         t = time.perf_counter()
-        cluster(big, [""] * len(big), [""] * len(big), threshold)
-        growth.append((size, time.perf_counter() - t))
+        cluster(more_vectors, blank, blank, threshold)
+        growth.append((len(more), time.perf_counter() - t))
     print(
         "lsh_growth "
-        + " ".join(f"n={s}:{d:.2f}s" for s, d in growth)
-        + f" (x{growth[-1][1] / growth[0][1]:.1f} for x4 items; all pairs would be x16)"
+        + " ".join(f"n={size}:{secs:.2f}s" for size, secs in growth)
+        + f" (x{growth[-1][1] / growth[0][1]:.1f} for x4 items; all pairs grow x16)"
     )
     print(
         f"items={n} events={len(briefing.events)} brief_s={brief_s:.2f} "

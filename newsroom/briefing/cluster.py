@@ -10,7 +10,7 @@ union-find turns the accepted pairs into groups.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -73,47 +73,51 @@ class LshIndex:
             (dim, self.tables * (bits + self.extra_bits))
         ).astype(np.float32)
 
-    def buckets(self, vectors: np.ndarray) -> list[np.ndarray]:
-        """Groups of row indices that share a bucket in some table (size >= 2)."""
+    def blocks(self, vectors: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(members, their vectors) per bucket of two or more, table by table.
+
+        Codes put the table's first bits highest, so after one sort per table
+        every bucket, and every sub-bucket a crowded one is split into, is a
+        contiguous run: its vectors are a view, not a copy."""
         n = vectors.shape[0]
         if n < 2:
-            return []
+            return
         bits = self.bits or self.bits_for(n)
-        signs = (vectors @ self.planes(vectors.shape[1], bits)) > 0
         width = bits + self.extra_bits
-        weights = 1 << np.arange(width, dtype=np.int64)
-        out: list[np.ndarray] = []
+        signs = (vectors @ self.planes(vectors.shape[1], bits)) > 0
+        weights = 1 << np.arange(width - 1, -1, -1, dtype=np.int64)
         for t in range(self.tables):
-            table = signs[:, t * width : (t + 1) * width].astype(np.int64)
-            self._split(table, weights, bits, np.arange(n), out)
-        return out
+            codes = signs[:, t * width : (t + 1) * width].astype(np.int64) @ weights
+            order = np.argsort(codes, kind="stable")
+            codes = codes[order]
+            ordered = vectors[order]
+            stack = [(0, n, bits)]
+            while stack:
+                lo, hi, level = stack.pop()
+                prefix = codes[lo:hi] >> (width - level)
+                cuts = [lo, *(np.flatnonzero(np.diff(prefix)) + 1 + lo).tolist(), hi]
+                for a, b in zip(cuts, cuts[1:], strict=False):
+                    if b - a < 2:
+                        continue
+                    if b - a > self.max_bucket and level < width:
+                        stack.append((a, b, level + 1))
+                    else:
+                        yield order[a:b], ordered[a:b]
+
+    def buckets(self, vectors: np.ndarray) -> list[np.ndarray]:
+        """Groups of row indices that share a bucket in some table (size >= 2)."""
+        return [np.sort(members) for members, _ in self.blocks(vectors)]
 
     def candidate_pairs(self, vectors: np.ndarray) -> set[tuple[int, int]]:
         """Distinct (i, j) pairs, i < j, that share some bucket."""
         pairs: set[tuple[int, int]] = set()
         for group in self.buckets(vectors):
-            i, j = np.triu_indices(len(group), k=1)
-            pairs.update(zip(group[i].tolist(), group[j].tolist(), strict=True))
+            i, j = _triangle(len(group))
+            a, b = group[i], group[j]
+            pairs.update(
+                zip(np.minimum(a, b).tolist(), np.maximum(a, b).tolist(), strict=True)
+            )
         return pairs
-
-    def _split(
-        self,
-        table: np.ndarray,
-        weights: np.ndarray,
-        bits: int,
-        members: np.ndarray,
-        out: list[np.ndarray],
-    ) -> None:
-        codes = table[members, :bits] @ weights[:bits]
-        order = np.argsort(codes, kind="stable")
-        bounds = np.flatnonzero(np.diff(codes[order])) + 1
-        for group in np.split(members[order], bounds):
-            if len(group) < 2:
-                continue
-            if len(group) > self.max_bucket and bits < table.shape[1]:
-                self._split(table, weights, bits + 1, group, out)
-                continue
-            out.append(np.sort(group))
 
 
 @dataclass
@@ -217,29 +221,20 @@ def cluster(
     n = vectors.shape[0]
     uf = UnionFind(n)
     joined = exact_links(titles, uf) + exact_links(urls, uf)
-    # All candidate pairs of all buckets as two index arrays (triangles cached
-    # per bucket size), then scored in chunks: no Python work per pair.
-    left: list[np.ndarray] = []
-    right: list[np.ndarray] = []
-    for group in (index or LshIndex()).buckets(vectors):
-        i, j = _triangle(len(group))
-        left.append(group[i])
-        right.append(group[j])
-    if not left:
-        return ClusterResult(uf.groups(), 0, 0, joined)
-    a_all, b_all = np.concatenate(left), np.concatenate(right)
-    scored = len(a_all)
+    scored = 0
     found: list[np.ndarray] = []
     found_sims: list[np.ndarray] = []
-    for start in range(0, scored, 65536):
-        a, b = a_all[start : start + 65536], b_all[start : start + 65536]
-        sims = np.einsum("ij,ij->i", vectors[a], vectors[b])
-        keep = sims >= threshold
-        if keep.any():
-            found.append(
-                np.minimum(a[keep], b[keep]) * n + np.maximum(a[keep], b[keep])
-            )
-            found_sims.append(sims[keep])
+    # One small matrix product per bucket over a view of the sorted vectors; a
+    # pair met in several tables is scored again, cheaper than deduplicating.
+    for members, block in (index or LshIndex()).blocks(vectors):
+        sims = block @ block.T
+        size = len(members)
+        scored += size * (size - 1) // 2
+        i, j = np.nonzero(np.triu(sims >= threshold, k=1))
+        if len(i):
+            a, b = members[i], members[j]
+            found.append(np.minimum(a, b) * n + np.maximum(a, b))
+            found_sims.append(sims[i, j])
     if not found:
         return ClusterResult(uf.groups(), scored, 0, joined)
     keys, first = np.unique(np.concatenate(found), return_index=True)

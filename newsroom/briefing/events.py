@@ -291,58 +291,55 @@ def connect(
         for x in range(len(owners)):
             for y in range(x + 1, len(owners)):
                 shared.setdefault((owners[x], owners[y]), []).append(name)
-    edges: list[Edge] = []
     kind_rank = {"actor": 0, "organisation": 1, "place": 2}
+    candidates: list[tuple[float, int, int, list[str] | None]] = []
     for (x, y), names in shared.items():
         names.sort(key=lambda t: (kind_rank.get(kinds[t], 3), t))
         weight = sum(1.0 if kinds[t] != "place" else 0.6 for t in names)
-        edges.append(Edge(events[x].key, events[y].key, "names", names[:3], weight))
+        candidates.append((weight, x, y, names[:3]))
 
     if len(events) >= 2:
         vectors = np.stack([e.vector for e in events])
-        seen: set[tuple[int, int]] = set(shared)
-        words: dict[int, Counter[str]] = {}
-        for group in (index or LshIndex(bits=4, tables=16)).buckets(vectors):
-            sims = vectors[group] @ vectors[group].T
+        n = len(events)
+        keys: list[np.ndarray] = []
+        sims_found: list[np.ndarray] = []
+        for members, block in (index or LshIndex(bits=4, tables=16)).blocks(vectors):
+            sims = block @ block.T
             close = (sims >= related_threshold) & (sims < same_threshold)
             i, j = np.nonzero(np.triu(close, k=1))
-            for a, b, s in zip(
-                group[i].tolist(), group[j].tolist(), sims[i, j].tolist(), strict=True
-            ):
-                pair = (a, b)
-                if pair in seen:
-                    continue
-                seen.add(pair)
-                for k in pair:
-                    if k not in words:
-                        words[k] = _content_words(events[k])
-                words_a, words_b = words[pair[0]], words[pair[1]]
-                common = sorted(
-                    set(words_a) & set(words_b),
-                    key=lambda w: (-(words_a[w] + words_b[w]), w),
-                )
-                edges.append(
-                    Edge(
-                        events[pair[0]].key,
-                        events[pair[1]].key,
-                        "meaning",
-                        common[:3],
-                        float(s),
-                    )
-                )
+            if len(i):
+                a, b = members[i], members[j]
+                keys.append(np.minimum(a, b) * n + np.maximum(a, b))
+                sims_found.append(sims[i, j])
+        if keys:
+            unique, first = np.unique(np.concatenate(keys), return_index=True)
+            close_sims = np.concatenate(sims_found)[first]
+            for key, sim in zip(unique.tolist(), close_sims.tolist(), strict=True):
+                x, y = divmod(key, n)
+                if (x, y) not in shared:
+                    candidates.append((sim, x, y, None))
 
-    # Keep each event's strongest few links so the graph stays readable.
-    edges.sort(key=lambda e: (-e.weight, e.a, e.b))
-    degree: Counter[str] = Counter()
+    # Keep each event's strongest few links so the graph stays readable; what
+    # two merely similar events share in words is worked out only for kept links.
+    candidates.sort(key=lambda c: (-c[0], events[c[1]].key, events[c[2]].key))
+    degree: Counter[int] = Counter()
+    words: dict[int, Counter[str]] = {}
     kept: list[Edge] = []
-    for edge in edges:
-        if (
-            degree[edge.a] >= MAX_EDGES_PER_EVENT
-            or degree[edge.b] >= MAX_EDGES_PER_EVENT
-        ):
+    for weight, x, y, names in candidates:
+        if degree[x] >= MAX_EDGES_PER_EVENT or degree[y] >= MAX_EDGES_PER_EVENT:
             continue
-        degree[edge.a] += 1
-        degree[edge.b] += 1
-        kept.append(edge)
+        degree[x] += 1
+        degree[y] += 1
+        if names is not None:
+            kept.append(Edge(events[x].key, events[y].key, "names", names, weight))
+            continue
+        for k in (x, y):
+            if k not in words:
+                words[k] = _content_words(events[k])
+        common = sorted(
+            set(words[x]) & set(words[y]),
+            key=lambda w: (-(words[x][w] + words[y][w]), w),
+        )
+        kept.append(Edge(events[x].key, events[y].key, "meaning", common[:3], weight))
     assert all(e.a in by_key and e.b in by_key for e in kept)
     return kept

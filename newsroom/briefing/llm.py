@@ -45,7 +45,7 @@ SYSTEM_PROMPT = (
 )
 
 
-def build_prompt(digest: Digest, max_events: int = 40, max_items: int = 4) -> str:
+def build_prompt(digest: Digest, max_events: int = 30, max_items: int = 3) -> str:
     names = [name for _, name in digest.categories]
     lines = [
         f"Date: {digest.day.isoformat()}",
@@ -61,7 +61,7 @@ def build_prompt(digest: Digest, max_events: int = 40, max_items: int = 4) -> st
         )
         for item_id in event["items"][:max_items]:
             item = digest.items[item_id]
-            summary = item["text"][:280].replace("\n", " ")
+            summary = item["text"][:200].replace("\n", " ")
             lines.append(f"  [#{item_id}] {item['source']}: {item['title']}. {summary}")
     if digest.edges:
         lines += ["", "Connections between events:"]
