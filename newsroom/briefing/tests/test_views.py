@@ -112,3 +112,10 @@ def test_the_admin_lists_briefings(admin_client, briefing):
     response = admin_client.get(reverse("admin:newsroom_briefing_changelist"))
     assert response.status_code == 200
     assert "alice" in response.content.decode()
+
+
+def test_a_day_without_news_shows_an_empty_briefing_page(alice, alice_client, embedder):
+    briefing = write_briefing(alice, DAY, embedder=embedder, now=END_OF_DAY)
+    page = alice_client.get(briefing.get_absolute_url()).content.decode()
+    assert "Nothing to brief" in page
+    assert "event-graph" not in page

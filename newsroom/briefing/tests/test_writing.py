@@ -78,7 +78,7 @@ def test_the_built_in_analyst_is_deterministic(alice, news_day, embedder):
 
 
 def test_a_model_failing_mid_stream_falls_back_with_the_reason(
-    alice, news_day, embedder, progress_log
+    alice, alice_client, news_day, embedder, progress_log
 ):
     with ChatServer() as server:
         server.reply = "## Overview\n- " + "Words and more words. " * 40
@@ -95,6 +95,10 @@ def test_a_model_failing_mid_stream_falls_back_with_the_reason(
     # The reason was logged into the progress, and the engine switched.
     assert any(p["message"] and "out of memory" in p["message"] for p in progress_log)
     assert progress_log[-1]["engine"] == "analyst"
+    # The reader sees why on the page.
+    page = alice_client.get(briefing.get_absolute_url()).content.decode()
+    assert "out of memory while generating" in page
+    assert "The built-in analyst wrote this briefing instead" in page
 
 
 def test_a_model_that_never_answers_still_ends_with_a_briefing(
