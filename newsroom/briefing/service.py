@@ -224,9 +224,13 @@ def _write(
         try:
             sections = writer.write(digest, progress.wrote)
             return sections, Briefing.Engine.LLM, writer.model, ""
-        except LlmError as e:
-            reason = f"The model {writer.model} could not write this briefing: {e}."
-            log.warning("%s Falling back to the built-in analyst.", reason)
+        except Exception as e:  # noqa: BLE001 - a briefing is always written
+            if isinstance(e, LlmError):
+                reason = f"The model {writer.model} could not write this briefing: {e}."
+                log.warning("%s Falling back to the built-in analyst.", reason)
+            else:
+                reason = f"The model {writer.model} failed unexpectedly ({type(e).__name__}: {e})."
+                log.exception("%s Falling back to the built-in analyst.", reason)
             progress.stage(
                 "writing",
                 reason + " The built-in analyst writes it instead.",
