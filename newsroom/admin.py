@@ -136,3 +136,5 @@ class RunAdmin(admin.ModelAdmin):
     search_fields = ["reader__username"]
     date_hierarchy = "created_at"
     readonly_fields = ["created_at", "saved_at"]
+
+import newsroom.briefing.admin  # noqa: E402,F401  (registers Briefing)

@@ -151,3 +151,24 @@ if NEWSROOM_RUN_WORKER not in ("inprocess", "external"):
         f"NEWSROOM_RUN_WORKER={NEWSROOM_RUN_WORKER!r}: use inprocess or external"
     )
 # NEWSROOM_SERVICES += ["newsroom.runs.worker.service"]  (enabled with the executor)
+
+# --- briefing ---
+# An OpenAI-compatible chat endpoint (base URL, e.g. http://127.0.0.1:11434/v1).
+# Empty: the built-in analyst writes every briefing. Operator-configured, so it
+# may point at localhost; it is not a reader's source and not subject to the
+# private-network rule for fetching.
+NEWSROOM_LLM_URL = env_str("NEWSROOM_LLM_URL", "").rstrip("/")
+NEWSROOM_LLM_MODEL = env_str("NEWSROOM_LLM_MODEL", "")
+NEWSROOM_LLM_API_KEY = env_str("NEWSROOM_LLM_API_KEY", "")
+NEWSROOM_LLM_TIMEOUT = env_float("NEWSROOM_LLM_TIMEOUT", 120.0, minimum=0.05)
+NEWSROOM_EMBED_CACHE_DIR = env_str("NEWSROOM_EMBED_CACHE_DIR", str(DATA_DIR / "wordllama"))
+# Cosine similarity at which two items are the same story.
+NEWSROOM_BRIEFING_SAME_STORY = env_float("NEWSROOM_BRIEFING_SAME_STORY", 0.7, minimum=0.0)
+if NEWSROOM_LLM_URL and not NEWSROOM_LLM_URL.startswith(("http://", "https://")):
+    from newsroom.env import SettingError
+
+    raise SettingError(f"NEWSROOM_LLM_URL={NEWSROOM_LLM_URL!r} must start with http:// or https://")
+if NEWSROOM_LLM_URL and not NEWSROOM_LLM_MODEL:
+    from newsroom.env import SettingError
+
+    raise SettingError("NEWSROOM_LLM_URL is set but NEWSROOM_LLM_MODEL is empty: name the model")

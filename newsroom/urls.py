@@ -25,4 +25,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("sources/", include("newsroom.sources.urls")),
     path("runs/", include("newsroom.runs.urls")),
+    path("briefings/", include("newsroom.briefing.urls")),
 ]
