@@ -129,3 +129,15 @@ LOGGING = {
 
 # Background roles `manage.py serve` runs in-process (see newsroom/services.py).
 NEWSROOM_SERVICES: list[str] = []
+
+# --- live pages ---
+INSTALLED_APPS += ["newsroom.live"]
+# Streams render at most once per tick; writes in between land in one frame.
+NEWSROOM_LIVE_TICK_MS = env_int("NEWSROOM_LIVE_TICK_MS", 200, minimum=10, maximum=5000)
+# Component cache entries (two generations of half this size each).
+NEWSROOM_LIVE_CACHE_SIZE = env_int("NEWSROOM_LIVE_CACHE_SIZE", 20_000, minimum=100)
+# A run's burst of status changes lands on one hub channel per process: the
+# in-memory layer's default of 100 queued messages would drop most of a burst
+# (recoverable from the snapshot, but a second late). Redis keeps its own setting.
+if CHANNEL_LAYERS["default"]["BACKEND"].endswith("InMemoryChannelLayer"):
+    CHANNEL_LAYERS["default"].setdefault("CONFIG", {}).setdefault("capacity", 10_000)
