@@ -24,10 +24,14 @@ class LiveConsumer(AsyncWebsocketConsumer):
 
     stream: Stream | None = None
 
+    def __init__(self, *args, region: str = "", **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.region = region or self.region
+
     async def connect(self) -> None:
-        await self.accept()
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
+            await self.accept()
             await self.close(code=CLOSE_LOGGED_OUT)
             return
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
@@ -43,7 +47,11 @@ class LiveConsumer(AsyncWebsocketConsumer):
                 have=have,
             )
         except NotFound:
+            await self.accept()
             await self.close(code=CLOSE_NOT_FOUND)
+            return
+        await self.accept()
+        self.stream.start()
 
     async def _send_frame(self, text: str) -> None:
         await self.send(text_data=text)

@@ -124,7 +124,8 @@ class Hub:
         run_id: int | None = None,
         have: str = "",
     ) -> Stream:
-        """Open a stream of `region` ("sidebar", "run" or "article") for a reader.
+        """Open a stream of `region` ("sidebar", "run" or "article") for a reader;
+        `stream.start()` asks for its first frame once the socket is accepted.
 
         Raises NotFound for a run that is not the reader's."""
         await self._ensure_listening()
@@ -151,7 +152,6 @@ class Hub:
         stream.run_pin = run_id if region == "run" else None  # type: ignore[attr-defined]
         self.closers[stream] = close
         self.by_reader.setdefault(reader_id, set()).add(stream)
-        stream.start()
         return stream
 
     def release(self, stream: Stream) -> None:
@@ -417,13 +417,13 @@ class Hub:
         elif kind == "live.run":
             self._spawn(self._run_created(int(message["reader"]), int(message["run"])))
 
-    async def until_received(self, count: int) -> None:
+    async def until_received(self, count: int, timeout: float = 10.0) -> None:
         """Wait until the listener has handled `count` messages (for tests)."""
         if self.received >= count:
             return
         future = self.loop.create_future()
         self._waiters.append((count, future))
-        await future
+        await asyncio.wait_for(future, timeout)
 
     async def _group_add(self, group: str) -> None:
         if self.layer is not None and self.channel is not None:

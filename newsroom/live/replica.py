@@ -142,5 +142,7 @@ class RunReplica:
         # Only when a snapshot is loaded; changes keep the counts incrementally.
         self._layout = None
         self.category_counts = {}
-        for entry in self.status.sources.values():
+        for sid, entry in self.status.sources.items():
+            self.source_cell(sid)
+            self.category_cell(category_of(entry))
             self.category_counts.setdefault(category_of(entry), Counter())[entry["state"]] += 1

@@ -39,10 +39,6 @@ class Client:
     async def send(self, text: str) -> None:
         self.frames.append(text)
 
-    @staticmethod
-    def seq(frame: str) -> int:
-        return int(frame.split()[1].rstrip("->"))
-
 
 def open_stream(scheduler: Scheduler, region, *args, client: Client | None = None):
     client = client or Client()
