@@ -127,3 +127,22 @@ def rss(n: int = 3, title: str = "Local feed", pad: int = 0) -> bytes:
 def gzip_bomb(inflated: int) -> bytes:
     """`inflated` zero bytes, gzipped: about a thousandth of that on the wire."""
     return gzip.compress(b"\0" * inflated, compresslevel=9)
+
+
+def client_trusting(trusted: set[str], resolver):
+    """A fetch client that checks addresses as production does, except for the
+    `trusted` host names (mapped by `resolver` to the local server): stand-ins
+    for public sites, so tests can reach them while every other host, and every
+    redirect hop, is held to the private-network rules."""
+    from newsroom.fetch import make_client
+
+    client = make_client(allow_private=False, resolver=resolver)
+    backend = client._transport.backend
+    original = backend.checked_addresses
+
+    async def checked(host, port):
+        backend.allow_private = host in trusted
+        return await original(host, port)
+
+    backend.checked_addresses = checked
+    return client
