@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import connections
 from django.utils import timezone
 
 from fold_app.models import Delivery
@@ -236,6 +237,9 @@ class RunExecutor:
             )
             self.saver.forget(run.pk)
             await self.publisher.close()
+            # The worker thread's connection would otherwise stay open (and idle)
+            # until the process ends.
+            await sync_to_async(connections.close_all)()
         return status
 
     def _load_sources(self) -> dict[int, Source]:

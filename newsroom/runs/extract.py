@@ -17,6 +17,11 @@ MAX_ENTRIES = 2000  # a page with more links than this is a sitemap, not a front
 MAX_TITLE = 500
 
 
+_BREAKS = frozenset(
+    "p div br li h1 h2 h3 h4 h5 h6 td th section article header footer figcaption".split()
+)
+
+
 class BadPattern(Exception):
     """The source's link pattern is not a valid regular expression."""
 
@@ -41,6 +46,8 @@ class _Links(HTMLParser):
             self._text = []
         elif tag == "img" and self._href is not None and not self._fallback:
             self._fallback = attrs.get("alt") or ""
+        elif tag in _BREAKS and self._href is not None:
+            self._text.append(" ")  # "<h3>Title</h3><p>Teaser" reads as two words
 
     def handle_endtag(self, tag):
         if tag == "a":

@@ -6,6 +6,7 @@ server's own threads, so a slow route never blocks the test's event loop.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import threading
 import time
@@ -124,6 +125,7 @@ def rss(n: int = 3, title: str = "Local feed", pad: int = 0) -> bytes:
     ).encode()
 
 
+@functools.lru_cache(maxsize=4)
 def gzip_bomb(inflated: int) -> bytes:
     """`inflated` zero bytes, gzipped: about a thousandth of that on the wire."""
     return gzip.compress(b"\0" * inflated, compresslevel=9)
