@@ -34,6 +34,7 @@ class Stream:
         reader_id: int | None = None,
         have: str = "",
         name: str = "",
+        patches: bool = True,
     ) -> None:
         self.region = region
         self.args = args
@@ -44,6 +45,7 @@ class Stream:
         # The digest of the HTML the page was served with: if the first render
         # matches it, the client already has this frame and none is sent.
         self.have = have
+        self.patches = patches  # False: every frame is the whole region (baseline)
         self.readset: ReadSet | None = None
         self.client_page: Fragment | None = None  # what the client shows (acked)
         self.in_flight: tuple[int, Fragment] | None = None
@@ -105,7 +107,9 @@ class Stream:
         if self.closed or self.in_flight is not None or self.pending is None:
             return
         page, self.pending = self.pending, None
-        result = patch(self.client_page, page)
+        result = patch(self.client_page if self.patches else None, page)
+        if not self.patches and page is self.client_page:
+            result = None
         if result is None:
             self.client_page = page
             return

@@ -40,7 +40,7 @@ class Scheduler:
         self,
         tick_ms: float = 200,
         *,
-        cache: ComponentCache | None = None,
+        cache: ComponentCache | None | bool = None,
         batch: Batch | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
@@ -48,7 +48,10 @@ class Scheduler:
         if tick_ms <= 0:
             raise ValueError("tick_ms must be positive")
         self.tick_ms = tick_ms
-        self.cache = cache if cache is not None else ComponentCache()
+        # cache=False renders every component every time (the benchmark's baseline).
+        self.cache: ComponentCache | None = (
+            None if cache is False else cache if isinstance(cache, ComponentCache) else ComponentCache()
+        )
         self.batch = batch
         self.clock = clock
         self.sleep = sleep
