@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+ROOT = Path(__file__).resolve().parents[2]
 FRAME_SEQ = re.compile(r"<!--live (\d+)")
 
 
