@@ -268,8 +268,8 @@ async def test_a_gap_in_the_changes_reloads_the_snapshot(running_hub, alice, ali
     await communicator.disconnect()
 
 
-async def test_the_dashboard_page_serves_the_region_and_its_socket(alice_session, alice):
-    page = await sync_to_async(_get_dashboard)(alice_session)
+def test_the_dashboard_page_serves_the_region_and_its_socket(alice_session, alice):
+    page = _get_dashboard(alice_session)
     assert 'ws-connect="/ws/live/sidebar/?have=' in page
     assert 'ws-connect="/ws/live/article/?have=' in page
     assert page.count("live/live.js") == 1
