@@ -76,7 +76,9 @@ def row_change(replica, n: int) -> dict:
     """One row changing: a source's count and timing, nothing else."""
     sid = n % len(replica.status.sources) + 1
     return {
-        "run": RUN_ID, "reader": READER_ID, "seq": replica.seq + 1,
+        "run": RUN_ID,
+        "reader": READER_ID,
+        "seq": replica.seq + 1,
         "source": {"id": sid, "count": n % 97, "ms": 100 + n % 900},
     }
 
@@ -111,7 +113,7 @@ async def bench_burst() -> dict[str, float]:
     await scheduler.tick()
     await ack_all(streams)
     scheduler.dirty.clear()
-    renders = frames = 0
+    renders = 0
     before = sum(s.frames for _, s in streams)
     for n in range(100):
         replica.apply(origin.report(n % 100 + 1, "ok", message=f"S{n}: ok", count=n))
@@ -138,11 +140,16 @@ async def bench_burst() -> dict[str, float]:
         await asyncio.sleep(0)  # writes arrive one by one, as from the network
         await ack_all(streams)
     deadline = time.monotonic() + 3
-    while (scheduler.dirty or any(s.in_flight for s, _ in streams)) and time.monotonic() < deadline:
+    while (
+        scheduler.dirty or any(s.in_flight for s, _ in streams)
+    ) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
         await ack_all(streams)
     await scheduler.stop()
-    tick = {"renders": scheduler.renders, "frames": sum(s.frames for _, s in streams) - before}
+    tick = {
+        "renders": scheduler.renders,
+        "frames": sum(s.frames for _, s in streams) - before,
+    }
     print(f"burst  naive: renders={naive['renders']} frames={naive['frames']}")
     print(f"burst  tick:  renders={tick['renders']} frames={tick['frames']}")
     return {
@@ -153,14 +160,18 @@ async def bench_burst() -> dict[str, float]:
     }
 
 
-async def board_tick_ms(rows: int, viewers: int, *, cache: bool, patches: bool, ticks: int) -> float:
+async def board_tick_ms(
+    rows: int, viewers: int, *, cache: bool, patches: bool, ticks: int
+) -> float:
     from newsroom.live.components import run_sidebar
     from newsroom.live.render import ComponentCache
     from newsroom.live.tick import Scheduler
 
     _, replica = make_replica(rows)
     scheduler = Scheduler(200, cache=ComponentCache() if cache else False)
-    streams = await open_streams(scheduler, run_sidebar, (replica,), viewers, patches=patches)
+    streams = await open_streams(
+        scheduler, run_sidebar, (replica,), viewers, patches=patches
+    )
     for n in range(3):  # first frames, cache admission
         replica.apply(row_change(replica, n))
         await scheduler.tick()
@@ -195,14 +206,18 @@ async def bench_board() -> dict[str, float]:
     nocache = await board_tick_ms(300, 100, cache=False, patches=False, ticks=5)
     cache = await board_tick_ms(300, 100, cache=True, patches=False, ticks=40)
     patch = await board_tick_ms(300, 100, cache=True, patches=True, ticks=40)
-    print(f"board  100 streams x 300 rows, median tick: no cache + full frames {nocache:.1f} ms, "
-          f"cache + full frames {cache:.2f} ms, cache + patches {patch:.2f} ms "
-          f"({nocache / patch:.0f}x)")
+    print(
+        f"board  100 streams x 300 rows, median tick: no cache + full frames {nocache:.1f} ms, "
+        f"cache + full frames {cache:.2f} ms, cache + patches {patch:.2f} ms "
+        f"({nocache / patch:.0f}x)"
+    )
     p50 = await frame_bytes(50, patches=True)
     p300 = await frame_bytes(300, patches=True)
     f300 = await frame_bytes(300, patches=False)
-    print(f"bytes  one-row change: patch 50 rows {p50} B, patch 300 rows {p300} B, "
-          f"full 300 rows {f300} B")
+    print(
+        f"bytes  one-row change: patch 50 rows {p50} B, patch 300 rows {p300} B, "
+        f"full 300 rows {f300} B"
+    )
     return {
         "tick_ms_nocache": round(nocache, 2),
         "tick_ms_cache": round(cache, 2),
@@ -261,7 +276,9 @@ def serve(port: int) -> None:
         for _ in range(LATENCY_WRITES):
             await asyncio.sleep(rng.uniform(0.05, 0.35))
             change = origin.note(f"bench t={time.time():.6f}")
-            await layer.group_send(f"run.{run.pk}", {"type": "run.change", "change": change})
+            await layer.group_send(
+                f"run.{run.pk}", {"type": "run.change", "change": change}
+            )
 
     def ready() -> None:
         asyncio.ensure_future(writer())
@@ -287,7 +304,12 @@ async def bench_server() -> dict[str, float]:
     }
     env.update(NEWSROOM_DATA_DIR=data, NEWSROOM_LIVE_TICK_MS="200", LOG_LEVEL="WARNING")
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, __file__, "--serve", str(port), env=env, cwd=ROOT,
+        sys.executable,
+        __file__,
+        "--serve",
+        str(port),
+        env=env,
+        cwd=ROOT,
         stdout=asyncio.subprocess.PIPE,
     )
     try:
@@ -298,7 +320,9 @@ async def bench_server() -> dict[str, float]:
         base = f"ws://127.0.0.1:{port}"
 
         # Latency: every frame acknowledged; each write carries its own time.
-        client = await WsClient(f"{base}/ws/live/run/{run_id}/", cookie=cookie, origin=origin).connect()
+        client = await WsClient(
+            f"{base}/ws/live/run/{run_id}/", cookie=cookie, origin=origin
+        ).connect()
         seen: set[str] = set()
         latencies: list[float] = []
         while len(seen) < LATENCY_WRITES:
@@ -314,15 +338,17 @@ async def bench_server() -> dict[str, float]:
         latencies.sort()
         p50 = statistics.median(latencies)
         p95 = latencies[int(len(latencies) * 0.95) - 1]
-        print(f"latency write -> frame at a real client: p50 {p50:.0f} ms, p95 {p95:.0f} ms "
-              f"({len(latencies)} writes, 200 ms ticks)")
+        print(
+            f"latency write -> frame at a real client: p50 {p50:.0f} ms, p95 {p95:.0f} ms "
+            f"({len(latencies)} writes, 200 ms ticks)"
+        )
 
         # Memory: 1,000 idle streams (the article region: nothing changes).
         server = psutil.Process(proc.pid)
         await asyncio.sleep(1.0)
         before = server.memory_info().rss
         clients: list[WsClient] = []
-        for start in range(0, 1000, 50):
+        for _start in range(0, 1000, 50):
             batch = [
                 WsClient(f"{base}/ws/live/article/", cookie=cookie, origin=origin)
                 for _ in range(50)
@@ -335,12 +361,17 @@ async def bench_server() -> dict[str, float]:
         await asyncio.sleep(1.0)
         after = server.memory_info().rss
         kb = (after - before) / 1024 / len(clients)
-        print(f"memory 1000 idle streams: server RSS {before / 2**20:.1f} -> "
-              f"{after / 2**20:.1f} MiB, {kb:.1f} KB per stream")
+        print(
+            f"memory 1000 idle streams: server RSS {before / 2**20:.1f} -> "
+            f"{after / 2**20:.1f} MiB, {kb:.1f} KB per stream"
+        )
         for c in clients:
             c.close()
-        return {"latency_ms_p50": round(p50, 1), "latency_ms_p95": round(p95, 1),
-                "kb_per_stream": round(kb, 1)}
+        return {
+            "latency_ms_p50": round(p50, 1),
+            "latency_ms_p95": round(p95, 1),
+            "kb_per_stream": round(kb, 1),
+        }
     finally:
         proc.terminate()
         await proc.wait()
@@ -353,9 +384,17 @@ async def main() -> None:
     figures.update(await bench_board())
     figures.update(await bench_server())
     keys = [
-        "burst_renders_naive", "burst_renders", "burst_frames", "tick_ms_nocache",
-        "tick_ms_cache", "tick_ms_patch", "patch_bytes_50", "patch_bytes_300",
-        "full_bytes_300", "latency_ms_p95", "kb_per_stream",
+        "burst_renders_naive",
+        "burst_renders",
+        "burst_frames",
+        "tick_ms_nocache",
+        "tick_ms_cache",
+        "tick_ms_patch",
+        "patch_bytes_50",
+        "patch_bytes_300",
+        "full_bytes_300",
+        "latency_ms_p95",
+        "kb_per_stream",
     ]
     print(" ".join(f"{k}={figures[k]}" for k in keys))
 

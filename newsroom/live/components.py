@@ -45,7 +45,9 @@ class ReaderView:
     the reader's article counter: its version counts the stored briefings seen.
     """
 
-    def __init__(self, reader_id: int, run: RunReplica | None, briefing: dict | None) -> None:
+    def __init__(
+        self, reader_id: int, run: RunReplica | None, briefing: dict | None
+    ) -> None:
         from newsroom.live.cells import Cell
 
         self.reader_id = reader_id
@@ -150,10 +152,16 @@ def model_progress(replica: RunReplica) -> str:
             f'<p class="live-model-stage"><span class="badge state-running">{stage}</span>'
             + (f" <b>{int(words)}</b> words" if isinstance(words, (int, float)) else "")
             + "</p>"
-            + (f'<p class="live-model-heading">{escape(str(heading))}</p>' if heading else "")
+            + (
+                f'<p class="live-model-heading">{escape(str(heading))}</p>'
+                if heading
+                else ""
+            )
             + (f'<p class="hint">{escape(str(engine))}</p>' if engine else "")
         )
-    return f'<div id="live-model-{run}" class="live-model"><h3>Briefing</h3>{body}</div>'
+    return (
+        f'<div id="live-model-{run}" class="live-model"><h3>Briefing</h3>{body}</div>'
+    )
 
 
 def run_log(replica: RunReplica) -> str:
@@ -161,7 +169,7 @@ def run_log(replica: RunReplica) -> str:
     lines = list(replica.status.log)[-LOG_LINES:]
     items = "".join(
         f'<li class="lvl-{escape(str(line.get("level", "info")))}">'
-        f'<time>{escape(str(line.get("t", ""))[11:19])}</time>'
+        f"<time>{escape(str(line.get('t', ''))[11:19])}</time>"
         f"<span>{escape(str(line.get('msg', '')))}</span></li>"
         for line in reversed(lines)
     )
@@ -201,8 +209,10 @@ def source_row(replica: RunReplica, source_id: int) -> str:
     detail = ""
     if count is not None:
         detail = f"{count}" + (f" <i>+{new}</i>" if new else "")
-    timing = f"{ms / 1000:.1f} s" if isinstance(ms, (int, float)) and ms >= 1000 else (
-        f"{int(ms)} ms" if isinstance(ms, (int, float)) else ""
+    timing = (
+        f"{ms / 1000:.1f} s"
+        if isinstance(ms, (int, float)) and ms >= 1000
+        else (f"{int(ms)} ms" if isinstance(ms, (int, float)) else "")
     )
     error = entry.get("error") or ""
     title = escape(entry.get("title") or f"Source {source_id}")
@@ -238,7 +248,9 @@ def article_region(reader: ReaderView) -> str:
             else:
                 paragraphs.append(f"<p>{escape(block)}</p>")
         meta = " · ".join(
-            escape(str(v)) for v in (briefing.get("engine"), briefing.get("created")) if v
+            escape(str(v))
+            for v in (briefing.get("engine"), briefing.get("created"))
+            if v
         )
         link = (
             f'<a class="button" href="{escape(briefing["url"])}">Read the briefing</a>'

@@ -60,7 +60,9 @@ class LiveConsumer(AsyncWebsocketConsumer):
         self.stream = None
         await self.close(code=code)
 
-    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+    async def receive(
+        self, text_data: str | None = None, bytes_data: bytes | None = None
+    ) -> None:
         if self.stream is not None and text_data:
             await self.stream.receive(text_data[:200])
 

@@ -289,7 +289,11 @@ class Hub:
             return
         if change.get("reader") != replica.reader_id:
             # A change names its reader; one that does not match is never shown.
-            log.warning("run %s change for reader %s ignored", handle.run_id, change.get("reader"))
+            log.warning(
+                "run %s change for reader %s ignored",
+                handle.run_id,
+                change.get("reader"),
+            )
             return
         if handle.buffer or not replica.apply(change):
             self._hold(handle, change)
@@ -326,7 +330,9 @@ class Hub:
                 if status is None or handle.replica is None:
                     return
                 if status.seq > handle.replica.seq:
-                    await self.scheduler.tx(lambda s=status: self._load_snapshot(handle, s))
+                    await self.scheduler.tx(
+                        lambda s=status: self._load_snapshot(handle, s)
+                    )
         finally:
             handle.reloading = False
 
@@ -384,7 +390,9 @@ class Hub:
         async with self._listen_lock:
             if self._listener is None:
                 self.channel = await self.layer.new_channel()
-                self._listener = self.loop.create_task(self._listen(), name="live-listen")
+                self._listener = self.loop.create_task(
+                    self._listen(), name="live-listen"
+                )
                 self._spawn(self._renew_groups())
 
     async def _listen(self) -> None:

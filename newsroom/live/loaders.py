@@ -45,7 +45,9 @@ def latest_briefing(reader_id: int) -> dict[str, Any] | None:
         model = apps.get_model("newsroom", "Briefing")
     except LookupError:
         return None
-    briefing = model.objects.filter(reader_id=reader_id).first()  # model ordering: newest
+    briefing = model.objects.filter(
+        reader_id=reader_id
+    ).first()  # model ordering: newest
     if briefing is None:
         return None
     try:

@@ -44,7 +44,13 @@ class Fragment:
     """A flat sequence of static strings and Parts: a region or a piece of one."""
 
     __slots__ = (
-        "segments", "_shape", "_html", "_digest", "_patch_base", "_patch", "__weakref__"
+        "segments",
+        "_shape",
+        "_html",
+        "_digest",
+        "_patch_base",
+        "_patch",
+        "__weakref__",
     )
 
     def __init__(self, segments: tuple[str | Part, ...]) -> None:
@@ -76,7 +82,9 @@ class Fragment:
     def digest(self) -> str:
         """Short fingerprint of the HTML: tells whether a page already shows it."""
         if self._digest is None:
-            self._digest = hashlib.blake2b(self.html.encode(), digest_size=10).hexdigest()
+            self._digest = hashlib.blake2b(
+                self.html.encode(), digest_size=10
+            ).hexdigest()
         return self._digest
 
     def parts(self) -> Iterator[Part]:

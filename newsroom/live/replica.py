@@ -51,7 +51,9 @@ class RunReplica:
     def source_cell(self, source_id: int) -> Cell:
         cell = self.source_cells.get(source_id)
         if cell is None:
-            cell = self.source_cells[source_id] = Cell(name=f"run{self.run_id}.src{source_id}")
+            cell = self.source_cells[source_id] = Cell(
+                name=f"run{self.run_id}.src{source_id}"
+            )
         return cell
 
     def category_cell(self, name: str) -> Cell:
@@ -62,8 +64,13 @@ class RunReplica:
 
     def cells(self) -> list[Cell]:
         return [
-            self.structure, self.head, self.totals, self.model, self.log,
-            *self.source_cells.values(), *self.category_cells.values(),
+            self.structure,
+            self.head,
+            self.totals,
+            self.model,
+            self.log,
+            *self.source_cells.values(),
+            *self.category_cells.values(),
         ]
 
     def layout(self) -> list[tuple[str, list[int]]]:
@@ -75,7 +82,10 @@ class RunReplica:
                 groups.setdefault(category_of(entry), []).append(sid)
             sources = self.status.sources
             self._layout = [
-                (name, sorted(ids, key=lambda i: ((sources[i]["title"] or "").lower(), i)))
+                (
+                    name,
+                    sorted(ids, key=lambda i: ((sources[i]["title"] or "").lower(), i)),
+                )
                 for name, ids in sorted(
                     groups.items(), key=lambda g: (g[0] == UNCATEGORISED, g[0].lower())
                 )
@@ -120,7 +130,11 @@ class RunReplica:
         old_cat = category_of(before) if before is not None else None
         new_cat = category_of(after)
         old_state = before["state"] if before is not None else None
-        if before is None or old_cat != new_cat or before.get("title") != after.get("title"):
+        if (
+            before is None
+            or old_cat != new_cat
+            or before.get("title") != after.get("title")
+        ):
             self._layout = None
             self.structure.touch()
         if old_cat != new_cat or old_state != after["state"]:
@@ -145,4 +159,6 @@ class RunReplica:
         for sid, entry in self.status.sources.items():
             self.source_cell(sid)
             self.category_cell(category_of(entry))
-            self.category_counts.setdefault(category_of(entry), Counter())[entry["state"]] += 1
+            self.category_counts.setdefault(category_of(entry), Counter())[
+                entry["state"]
+            ] += 1

@@ -41,7 +41,9 @@ def tell_reader(reader_id: int, message: dict) -> None:
             async_to_sync(layer.group_send)(group, message)
     except Exception:
         # Live pages are a view; a layer hiccup must not fail a logout or a save.
-        log.exception("could not tell reader %s's pages (%s)", reader_id, message["type"])
+        log.exception(
+            "could not tell reader %s's pages (%s)", reader_id, message["type"]
+        )
 
 
 def on_logged_out(sender, request, user, **kwargs) -> None:
@@ -52,7 +54,9 @@ def on_logged_out(sender, request, user, **kwargs) -> None:
 def on_briefing_stored(sender, briefing=None, reader=None, **kwargs) -> None:
     reader_id = getattr(reader, "pk", reader) or getattr(briefing, "reader_id", None)
     if reader_id is not None:
-        transaction.on_commit(lambda: tell_reader(int(reader_id), {"type": "live.article"}))
+        transaction.on_commit(
+            lambda: tell_reader(int(reader_id), {"type": "live.article"})
+        )
 
 
 def on_run_saved(sender, instance: Run, created: bool, **kwargs) -> None:

@@ -148,4 +148,3 @@ class Stream:
         except (ValueError, TypeError, KeyError):
             return
         await self.ack(seq, ok)
-

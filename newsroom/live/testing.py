@@ -35,7 +35,11 @@ class WsClient:
         match = re.match(r"ws://([^:/]+):(\d+)(/.*)$", url)
         if not match:
             raise ValueError(f"not a ws:// URL with a port: {url}")
-        self.host, self.port, self.path = match.group(1), int(match.group(2)), match.group(3)
+        self.host, self.port, self.path = (
+            match.group(1),
+            int(match.group(2)),
+            match.group(3),
+        )
         self.cookie = cookie
         self.origin = origin
         self.messages: asyncio.Queue[tuple[float, str | None]] = asyncio.Queue()
@@ -88,7 +92,11 @@ class WsClient:
                     length = struct.unpack("!Q", await reader.readexactly(8))[0]
                 payload = await reader.readexactly(length)
                 if opcode == 8:
-                    self.close_code = struct.unpack("!H", payload[:2])[0] if len(payload) >= 2 else 1005
+                    self.close_code = (
+                        struct.unpack("!H", payload[:2])[0]
+                        if len(payload) >= 2
+                        else 1005
+                    )
                     self._send_frame(8, payload[:2])
                     break
                 if opcode == 9:
@@ -98,7 +106,9 @@ class WsClient:
                     parts.append(payload)
                     if fin:
                         self.received += 1
-                        self.messages.put_nowait((time.time(), b"".join(parts).decode()))
+                        self.messages.put_nowait(
+                            (time.time(), b"".join(parts).decode())
+                        )
                         parts = []
         except (asyncio.IncompleteReadError, ConnectionError):
             if self.close_code is None:
@@ -146,7 +156,9 @@ def free_port() -> int:
 class ServerProcess:
     """`manage.py serve` in its own process, on 127.0.0.1."""
 
-    def __init__(self, env: dict[str, str], *, port: int | None = None, log: Path | None = None):
+    def __init__(
+        self, env: dict[str, str], *, port: int | None = None, log: Path | None = None
+    ):
         self.port = port or free_port()
         self.env = {**os.environ, **env}
         self.log_path = log
@@ -159,9 +171,20 @@ class ServerProcess:
     def start(self, timeout: float = 60.0) -> ServerProcess:
         out: Any = open(self.log_path, "wb") if self.log_path else subprocess.DEVNULL
         self.process = subprocess.Popen(
-            [sys.executable, "manage.py", "serve", "--host", "127.0.0.1",
-             "--port", str(self.port), "--no-migrate"],
-            cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "manage.py",
+                "serve",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--no-migrate",
+            ],
+            cwd=ROOT,
+            env=self.env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

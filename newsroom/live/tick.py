@@ -50,7 +50,11 @@ class Scheduler:
         self.tick_ms = tick_ms
         # cache=False renders every component every time (the benchmark's baseline).
         self.cache: ComponentCache | None = (
-            None if cache is False else cache if isinstance(cache, ComponentCache) else ComponentCache()
+            None
+            if cache is False
+            else cache
+            if isinstance(cache, ComponentCache)
+            else ComponentCache()
         )
         self.batch = batch
         self.clock = clock

@@ -33,7 +33,9 @@ def live_run_sidebar(context: template.Context, run) -> str:
     if page is None:
         return ""
     return mark_safe(
-        pages.socket_wrapper(f"/ws/live/run/{run.pk}/", page, script=_script_once(context))
+        pages.socket_wrapper(
+            f"/ws/live/run/{run.pk}/", page, script=_script_once(context)
+        )
     )
 
 

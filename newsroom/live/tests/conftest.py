@@ -90,7 +90,9 @@ async def connect(
 
 
 @database_sync_to_async
-def make_run(reader, sources: int = 5, categories=("World", "Science")) -> tuple[Run, RunStatus]:
+def make_run(
+    reader, sources: int = 5, categories=("World", "Science")
+) -> tuple[Run, RunStatus]:
     """A run in the database with `sources` queued sources and its snapshot saved."""
     run = Run.objects.create(reader=reader, state=Run.State.RUNNING)
     status = RunStatus(run.pk, reader.pk, "running")

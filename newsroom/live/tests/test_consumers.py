@@ -139,7 +139,9 @@ async def test_another_readers_page_gets_no_frame_and_cannot_open_the_run(
         await communicator.disconnect()
 
 
-async def test_a_change_naming_another_reader_is_not_applied(hub, alice, bob, alice_session):
+async def test_a_change_naming_another_reader_is_not_applied(
+    hub, alice, bob, alice_session
+):
     run, status = await make_run(alice, sources=2)
     communicator, _, _ = await connect(f"/ws/live/run/{run.pk}/", alice_session)
     await hub.tick()
@@ -229,10 +231,16 @@ async def test_a_stored_briefing_rerenders_the_article_and_not_the_sidebar(
     monkeypatch.setattr(
         loaders,
         "latest_briefing",
-        lambda reader_id: {"title": "Briefing for Monday", "text": "## World\n\nCalm.", "url": ""},
+        lambda reader_id: {
+            "title": "Briefing for Monday",
+            "text": "## World\n\nCalm.",
+            "url": "",
+        },
     )
     target = hub.received + 1
-    await database_sync_to_async(briefing_stored.send)(sender=None, briefing=None, reader=alice)
+    await database_sync_to_async(briefing_stored.send)(
+        sender=None, briefing=None, reader=alice
+    )
     await hub.until_received(target)
     for _ in range(50):
         if hub.scheduler.txs:
@@ -248,7 +256,9 @@ async def test_a_stored_briefing_rerenders_the_article_and_not_the_sidebar(
         await communicator.disconnect()
 
 
-async def test_a_gap_in_the_changes_reloads_the_snapshot(running_hub, alice, alice_session):
+async def test_a_gap_in_the_changes_reloads_the_snapshot(
+    running_hub, alice, alice_session
+):
     run, status = await make_run(alice, sources=4)
     communicator, _, _ = await connect(f"/ws/live/run/{run.pk}/", alice_session)
     await ack(communicator, await communicator.receive_from(timeout=5))

@@ -27,9 +27,26 @@ from newsroom.sources.models import Category, Source
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 PASSWORD = "correct horse battery"
 OUTLETS = [
-    "Reuters", "Guardian", "Le Monde", "NHK", "Al Jazeera", "Nature", "Ars Technica",
-    "Financial Times", "The Atlantic", "Der Spiegel", "El País", "BBC", "NPR",
-    "Science Daily", "Wired", "Bloomberg", "The Hindu", "ABC Australia", "DW", "Axios",
+    "Reuters",
+    "Guardian",
+    "Le Monde",
+    "NHK",
+    "Al Jazeera",
+    "Nature",
+    "Ars Technica",
+    "Financial Times",
+    "The Atlantic",
+    "Der Spiegel",
+    "El País",
+    "BBC",
+    "NPR",
+    "Science Daily",
+    "Wired",
+    "Bloomberg",
+    "The Hindu",
+    "ABC Australia",
+    "DW",
+    "Axios",
 ]
 SECTIONS = ["World", "Science", "Business", "Technology", "Culture"]
 
@@ -66,13 +83,21 @@ def make_sources(reader, feeds: LocalServer, count: int) -> None:
         section = SECTIONS[i % len(SECTIONS)]
         # Every 23rd feed fails; the rest answer after a short wait so the run
         # takes a few seconds and can be watched.
-        reply = Reply(500, b"down") if i % 23 == 7 else Reply(
-            200, rss(i % 9 + 1, title=f"Feed {i}"),
-            {"Content-Type": "application/rss+xml"}, delay=0.02 + (i % 5) * 0.03,
+        reply = (
+            Reply(500, b"down")
+            if i % 23 == 7
+            else Reply(
+                200,
+                rss(i % 9 + 1, title=f"Feed {i}"),
+                {"Content-Type": "application/rss+xml"},
+                delay=0.02 + (i % 5) * 0.03,
+            )
         )
         url = feeds.route(f"/feed/{i}", reply)
         Source.objects.create(
-            reader=reader, url=url, category=categories[section],
+            reader=reader,
+            url=url,
+            category=categories[section],
             title=f"{OUTLETS[i % len(OUTLETS)]} · {section} {i // len(OUTLETS) + 1}",
         )
 
@@ -122,7 +147,10 @@ def test_a_reader_watches_a_run_of_200_sources_live(
             # Bob's dashboard is open the whole time; count every frame it gets.
             bob_frames: list[str] = []
             bob = log_in(browser.new_context(), base, "bob")
-            bob.on("websocket", lambda ws: ws.on("framereceived", lambda f: bob_frames.append(f)))
+            bob.on(
+                "websocket",
+                lambda ws: ws.on("framereceived", lambda f: bob_frames.append(f)),
+            )
             bob.reload()
             expect(bob.locator("#live-sidebar")).to_contain_text("No runs yet")
 
@@ -147,7 +175,9 @@ def test_a_reader_watches_a_run_of_200_sources_live(
                 expect(page.locator(f"#live-head-{run_id} .badge")).to_have_text(
                     "Done", timeout=90_000
                 )
-                expect(page.locator(".live-row.is-queued, .live-row.is-fetching")).to_have_count(0)
+                expect(
+                    page.locator(".live-row.is-queued, .live-row.is-fetching")
+                ).to_have_count(0)
             shown = [page_state(page, run_id) for page in (board, runner)]
             assert bob_frames == []
             expect(bob.locator("#live-sidebar")).to_contain_text("No runs yet")
@@ -190,13 +220,19 @@ def page_state(page, run_id: int) -> tuple[dict[int, str], dict]:
     rows = page.locator(".live-row").evaluate_all(
         "rows => rows.map(r => [r.id, r.className])"
     )
-    states = {int(row_id.rsplit("-", 1)[1]): cls.split("is-")[1] for row_id, cls in rows}
+    states = {
+        int(row_id.rsplit("-", 1)[1]): cls.split("is-")[1] for row_id, cls in rows
+    }
     totals: dict = {
-        key: int(page.locator(f"#live-totals-{run_id} .live-stat.is-{key} b").inner_text())
+        key: int(
+            page.locator(f"#live-totals-{run_id} .live-stat.is-{key} b").inner_text()
+        )
         for key in ("ok", "error", "not_modified")
     }
     totals["done"] = page.locator(f"#live-totals-{run_id} .live-done").inner_text()
-    totals["items"] = int(page.locator(f"#live-totals-{run_id} .live-items b").first.inner_text())
+    totals["items"] = int(
+        page.locator(f"#live-totals-{run_id} .live-items b").first.inner_text()
+    )
     return states, totals
 
 
@@ -219,7 +255,9 @@ def test_two_daphne_processes_serve_viewers_of_the_same_run(make_reader, tmp_pat
     sessions["bob_page"] = live_pages.sidebar_page(bob.pk).digest
     connections.close_all()
     servers = [
-        ServerProcess(server_env(NEWSROOM_RUN_WORKER="external"), log=tmp_path / f"s{n}.log")
+        ServerProcess(
+            server_env(NEWSROOM_RUN_WORKER="external"), log=tmp_path / f"s{n}.log"
+        )
         for n in range(2)
     ]
     try:
@@ -247,7 +285,8 @@ async def _watch_from_both(servers, run_id: int, status: RunStatus, sessions) ->
     bobs = [
         await WsClient(
             f"ws://127.0.0.1:{s.port}/ws/live/sidebar/?have={have}",
-            cookie=f"sessionid={sessions['bob']}", origin=s.url,
+            cookie=f"sessionid={sessions['bob']}",
+            origin=s.url,
         ).connect()
         for s in servers
     ]
@@ -261,9 +300,13 @@ async def _watch_from_both(servers, run_id: int, status: RunStatus, sessions) ->
     for sid in range(1, 31):
         for change in (
             status.report(sid, "fetching", message=f"Source {sid}: fetching"),
-            status.report(sid, "ok", message=f"Source {sid}: ok", count=sid, ms=10 * sid),
+            status.report(
+                sid, "ok", message=f"Source {sid}: ok", count=sid, ms=10 * sid
+            ),
         ):
-            await layer.group_send(f"run.{run_id}", {"type": "run.change", "change": change})
+            await layer.group_send(
+                f"run.{run_id}", {"type": "run.change", "change": change}
+            )
     await layer.group_send(
         f"run.{run_id}",
         {"type": "run.change", "change": status.set_run_state("done", "Run finished")},

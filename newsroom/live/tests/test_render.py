@@ -219,7 +219,9 @@ class CountingHtml(str):
 
 
 def test_unchanged_cached_parts_are_skipped_by_identity():
-    shared = [Part(f"r{i}", CountingHtml(f'<li id="r{i}">{i}</li>')) for i in range(300)]
+    shared = [
+        Part(f"r{i}", CountingHtml(f'<li id="r{i}">{i}</li>')) for i in range(300)
+    ]
     changed = Part("r7", CountingHtml('<li id="r7">seven</li>'))
     before = Fragment(("<ul>", *shared, "</ul>"))
     after = Fragment(("<ul>", *shared[:7], changed, *shared[8:], "</ul>"))

@@ -52,7 +52,7 @@ async def test_a_burst_of_writes_renders_each_stream_once_per_tick():
     board = Board(20)
     streams = [open_stream(scheduler, board_region, board) for _ in range(10)]
     await scheduler.tick()
-    for stream, client in streams:
+    for stream, _client in streams:
         await stream.ack(1)
     scheduler.renders = 0
     for n in range(100):
@@ -224,7 +224,9 @@ async def test_the_first_frame_is_skipped_when_the_page_already_shows_it():
     from newsroom.live.render import render_page
 
     served = render_page(board_region, board)[0]
-    stream = Stream(board_region, (board,), Client().send, scheduler, have=served.digest)
+    stream = Stream(
+        board_region, (board,), Client().send, scheduler, have=served.digest
+    )
     client = Client()
     stream.send_text = client.send
     stream.start()

@@ -9,6 +9,19 @@
   var missed = false;
   var FRAME = /^<!--live (\d+)/;
 
+  // The first connection says which render the page was served with, so an
+  // unchanged region costs no frame. A reconnect cannot say what the page shows
+  // by then: it asks for the whole region.
+  var connected = {};
+  var createWebSocket = window.htmx && htmx.createWebSocket;
+  if (createWebSocket) {
+    htmx.createWebSocket = function (url) {
+      var again = connected[url];
+      connected[url] = true;
+      return createWebSocket(again ? url.replace(/([?&])have=[^&]*/, "$1have=") : url);
+    };
+  }
+
   // A part whose id is not on the page: the server must send the whole region.
   document.addEventListener("htmx:oobErrorNoTarget", function () { missed = true; });
 
