@@ -248,7 +248,8 @@ class Hub:
             status = await database_sync_to_async(loaders.run_status)(handle.run_id)
             if status is None:
                 raise NotFound(f"run {handle.run_id}")
-            handle.replica = RunReplica(status)
+            order = await database_sync_to_async(loaders.category_order)(status.reader_id)
+            handle.replica = RunReplica(status, order)
             self._catch_up(handle)
         except BaseException as e:
             self._drop_run(handle)
@@ -269,6 +270,8 @@ class Hub:
         if self.runs.get(handle.run_id) is handle:
             del self.runs[handle.run_id]
             handle.buffer.clear()
+            if handle.replica is not None and self.scheduler.cache is not None:
+                self.scheduler.cache.forget(handle.replica)
             self._spawn(self._group_discard(run_group(handle.run_id)))
 
     # -- run changes -----------------------------------------------------------------

@@ -9,6 +9,7 @@ from django.urls import NoReverseMatch
 
 from newsroom.runs.models import Run
 from newsroom.runs.status import RunStatus
+from newsroom.sources.models import Category
 
 
 def run_status(run_id: int, reader_id: int | None = None) -> RunStatus | None:
@@ -25,6 +26,11 @@ def run_status(run_id: int, reader_id: int | None = None) -> RunStatus | None:
     if not data:
         status.run_state = row["state"]
     return status
+
+
+def category_order(reader_id: int) -> list[str]:
+    """The reader's category names in their order on the dashboard."""
+    return list(Category.objects.filter(reader_id=reader_id).values_list("name", flat=True))
 
 
 def latest_run_id(reader_id: int) -> int | None:

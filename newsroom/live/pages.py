@@ -26,7 +26,8 @@ from newsroom.live.replica import RunReplica
 def sidebar_page(reader_id: int) -> Fragment:
     run_id = loaders.latest_run_id(reader_id)
     status = loaders.run_status(run_id, reader_id) if run_id is not None else None
-    view = ReaderView(reader_id, RunReplica(status) if status else None, None)
+    replica = RunReplica(status, loaders.category_order(reader_id)) if status else None
+    view = ReaderView(reader_id, replica, None)
     return render_page(dashboard_sidebar, view)[0]
 
 
@@ -34,7 +35,8 @@ def run_page(run_id: int, reader_id: int) -> Fragment | None:
     status = loaders.run_status(run_id, reader_id)
     if status is None:
         return None
-    return render_page(run_sidebar, RunReplica(status))[0]
+    replica = RunReplica(status, loaders.category_order(reader_id))
+    return render_page(run_sidebar, replica)[0]
 
 
 def article_page(reader_id: int) -> Fragment:

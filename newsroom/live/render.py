@@ -206,6 +206,19 @@ class ComponentCache:
             self._seen(key)
         return value
 
+    def forget(self, arg: Any) -> int:
+        """Drop every entry whose args include `arg` (a replica no page shows any
+        more), so it is not kept alive until its generation turns over. Returns
+        how many were dropped."""
+        dropped = 0
+        for generation in (self.young, self.old):
+            for key in [k for k in generation if any(a is arg for a in k[1])]:
+                del generation[key]
+                dropped += 1
+        for seen in (self.seen_young, self.seen_old):
+            seen.difference_update([k for k in seen if any(a is arg for a in k[1])])
+        return dropped
+
     def _put(self, key: tuple, entry: _Entry) -> None:
         if len(self.young) >= self.capacity // 2:
             self.old = self.young

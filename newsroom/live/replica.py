@@ -24,8 +24,10 @@ def category_of(entry: dict[str, Any]) -> str:
 
 
 class RunReplica:
-    def __init__(self, status: RunStatus) -> None:
+    def __init__(self, status: RunStatus, category_order: list[str] | tuple = ()) -> None:
         self.status = status
+        # The reader's own category order (as on the dashboard); others by name.
+        self.category_rank = {name: rank for rank, name in enumerate(category_order)}
         self.run_id = status.run_id
         self.reader_id = status.reader_id
         self.structure = Cell(name=f"run{self.run_id}.structure")
@@ -74,8 +76,9 @@ class RunReplica:
         ]
 
     def layout(self) -> list[tuple[str, list[int]]]:
-        """Categories in name order (uncategorised last), each with its source ids
-        in title order. Recomputed only when the set of sources changed."""
+        """Categories in the reader's order (unknown ones by name, uncategorised
+        last), each with its source ids in title order. Recomputed only when the
+        set of sources changed."""
         if self._layout is None:
             groups: dict[str, list[int]] = {}
             for sid, entry in self.status.sources.items():
@@ -86,11 +89,14 @@ class RunReplica:
                     name,
                     sorted(ids, key=lambda i: ((sources[i]["title"] or "").lower(), i)),
                 )
-                for name, ids in sorted(
-                    groups.items(), key=lambda g: (g[0] == UNCATEGORISED, g[0].lower())
-                )
+                for name, ids in sorted(groups.items(), key=self._category_key)
             ]
         return self._layout
+
+    def _category_key(self, group: tuple[str, list[int]]) -> tuple:
+        name = group[0]
+        rank = self.category_rank.get(name, len(self.category_rank))
+        return (name == UNCATEGORISED, rank, name.lower())
 
     # -- changes -----------------------------------------------------------------
 

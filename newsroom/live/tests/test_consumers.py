@@ -168,6 +168,7 @@ async def test_closing_the_socket_releases_every_watch(hub, alice, alice_session
     assert hub.streams() == []
     assert hub.runs == {} and hub.readers == {}
     assert not any(cell.readsets for cell in replica.cells())
+    assert hub.scheduler.cache.forget(replica) == 0  # its cached parts went too
 
 
 async def test_logging_out_closes_that_readers_streams_with_4401(

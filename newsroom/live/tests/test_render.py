@@ -236,3 +236,15 @@ def test_many_streams_with_the_same_pages_share_one_comparison():
     before, after = pages(board, ComponentCache(), lambda: board.cells[3].set("x"))
     first = patch(before, after)
     assert patch(before, after) is first
+
+
+def test_forget_drops_the_entries_of_one_object():
+    kept, dropped = Board(2), Board(2)
+    cache = ComponentCache()
+    with using_cache(cache):
+        for board in (kept, dropped, kept, dropped):
+            component(row, board, 0)
+            component(row, board, 1)
+    assert len(cache) == 4
+    assert cache.forget(dropped) == 2
+    assert len(cache) == 2 and all(k[1][0] is kept for k in cache.young)

@@ -78,3 +78,13 @@ def test_loading_a_snapshot_touches_every_cell():
     replica.load(RunStatus.from_json(origin.to_json(), 1, 7))
     assert not reads.valid()
     assert replica.category_counts["Science"]["ok"] == 2
+
+
+def test_categories_follow_the_readers_order_then_names_uncategorised_last():
+    origin = RunStatus(1, 7)
+    for sid, category in enumerate(["Arts", "World", "", "Science", "Zoology"]):
+        origin.add_source(sid, f"S{sid}", category)
+    replica = RunReplica(RunStatus.from_json(origin.to_json(), 1, 7), ["World", "Science"])
+    assert [name for name, _ in replica.layout()] == [
+        "World", "Science", "Arts", "Zoology", "Uncategorised",
+    ]
