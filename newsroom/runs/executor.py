@@ -175,7 +175,7 @@ class RunExecutor:
         self.emit(status.set_run_state("running", message))
         self.saver.watch(status)
         live.register(run.pk, self)
-        writer = JournalWriter(run)
+        writer = self.writer = JournalWriter(run)
         writer.start()
         own_client = self.client is None
         client = self.client or make_client(max_connections=self.concurrency)
