@@ -116,6 +116,7 @@ class RunExecutor:
         self.status: RunStatus | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.changes = 0
+        self.listening = asyncio.Event()  # set once `run.<id>.exec` is subscribed
         self._host_slots: dict[str, asyncio.Semaphore] = {}
         self._slots = asyncio.Semaphore(self.concurrency)
         self.summary = RunSummary()
@@ -175,7 +176,7 @@ class RunExecutor:
         self.emit(status.set_run_state("running", message))
         self.saver.watch(status)
         live.register(run.pk, self)
-        writer = JournalWriter(run)
+        writer = self.writer = JournalWriter(run)
         writer.start()
         own_client = self.client is None
         client = self.client or make_client(max_connections=self.concurrency)
@@ -261,6 +262,7 @@ class RunExecutor:
         group = exec_group_for(self.run.pk)
         channel = await layer.new_channel()
         await layer.group_add(group, channel)
+        self.listening.set()
         try:
             while True:
                 message = await layer.receive(channel)

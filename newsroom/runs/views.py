@@ -40,7 +40,8 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 def run_list(request: HttpRequest) -> HttpResponse:
-    runs = Run.objects.filter(reader=request.user)[:100]
+    # The status JSON can be large (hundreds of sources, the log): not needed here.
+    runs = Run.objects.filter(reader=request.user).defer("status")[:100]
     schedule = RunSchedule.objects.filter(reader=request.user).first()
     form = ScheduleForm(instance=schedule)
     return render(request, "newsroom/run_list.html", {"runs": runs, "form": form})
@@ -93,7 +94,7 @@ def run_schedule(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, "Daily run turned off.")
         return redirect("run_list")
-    runs = Run.objects.filter(reader=request.user)[:100]
+    runs = Run.objects.filter(reader=request.user).defer("status")[:100]
     return render(
         request, "newsroom/run_list.html", {"runs": runs, "form": form}, status=400
     )

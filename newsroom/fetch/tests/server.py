@@ -30,6 +30,7 @@ class Request:
     path: str
     query: str
     headers: dict[str, str]
+    client_port: int = 0
 
 
 Route = Callable[[Request], Reply] | Reply
@@ -45,7 +46,10 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         parts = urlsplit(self.path)
         request = Request(
-            parts.path, parts.query, {k.lower(): v for k, v in self.headers.items()}
+            parts.path,
+            parts.query,
+            {k.lower(): v for k, v in self.headers.items()},
+            self.client_address[1],
         )
         self.server.requests.append(request)
         route = self.server.routes.get(parts.path)

@@ -6,7 +6,7 @@ import gzip
 
 import pytest
 
-from newsroom.fetch import FetchError, fetch, fetch_sync
+from newsroom.fetch import FetchError, fetch, fetch_sync, make_client
 from newsroom.fetch.tests.server import Reply, client_trusting, gzip_bomb, rss
 
 MiB = 1024 * 1024
@@ -336,3 +336,17 @@ async def test_a_foreign_client_is_refused():
     async with httpx.AsyncClient() as client:
         with pytest.raises(TypeError):
             await fetch("http://example.org/", client=client)
+
+
+async def test_a_shared_client_reuses_connections_within_its_limit(server):
+    import asyncio
+
+    url = server.route("/keep", Reply(body=b"alive", delay=0.01))
+    client = make_client(allow_private=True, max_connections=4)
+    try:
+        results = await asyncio.gather(*(fetch(url, client=client) for _ in range(40)))
+    finally:
+        await client.aclose()
+    assert all(r.body == b"alive" for r in results)
+    ports = {r.client_port for r in server.requests}
+    assert 1 <= len(ports) <= 4  # 40 requests over at most 4 kept-alive connections

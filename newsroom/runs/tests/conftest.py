@@ -39,3 +39,22 @@ def web(server):
             return client_trusting({"feeds.test", "other.test"}, resolver)
 
     return Web()
+
+
+@pytest.fixture(autouse=True)
+def close_worker_thread_connections():
+    """Async tests reach the database through asgiref's worker thread; close its
+    connection afterwards so PostgreSQL can drop the test database at the end."""
+    yield
+    import asyncio
+
+    from asgiref.sync import sync_to_async
+    from django.db import connections
+
+    async def close() -> None:
+        await sync_to_async(connections.close_all)()
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(close())

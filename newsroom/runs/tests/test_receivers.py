@@ -119,3 +119,33 @@ async def test_changes_are_published_to_the_run_group_in_order(alice):
     received = [await asyncio.wait_for(layer.receive(channel), 5) for _ in changes]
     assert [m["type"] for m in received] == ["run.change"] * 20
     assert [m["change"]["seq"] for m in received] == list(range(1, 21))
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_running_executor_applies_fold_outcomes_sent_from_another_process(
+    alice, server, web
+):
+    from newsroom.fetch.tests.server import Reply, rss
+    from newsroom.runs.executor import RunExecutor
+    from newsroom.runs.worker import claim_run, queue_run, worker_tag
+
+    server.route("/slow", Reply(body=rss(), delay=1.0))
+    source = await sync_to_async(add_source)(alice, web.url("/slow"), "Slow feed")
+    run = await sync_to_async(queue_run)(alice)
+    assert await sync_to_async(claim_run)(run, worker_tag())
+    client = web.client()
+    executor = RunExecutor(run, client=client)
+    task = asyncio.create_task(executor.execute())
+    try:
+        await asyncio.wait_for(executor.listening.wait(), 10)
+        # What deliver() sends from a fold worker in another process.
+        await get_channel_layer().group_send(
+            exec_group_for(run.pk),
+            {"type": "run.fold", "source": source.pk, "items": 7, "new": 3},
+        )
+        status = await asyncio.wait_for(task, 30)
+    finally:
+        await client.aclose()
+    assert status.sources[source.pk]["count"] == 7 and status.new_items == 3
+    await sync_to_async(run.refresh_from_db)()
+    assert run.status["items"] == 7 and run.status["sources"][0]["state"] == "ok"
