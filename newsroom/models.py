@@ -1,7 +1,7 @@
 """The core app's models live in their feature packages; Django finds them here."""
 
 from newsroom.briefing.models import Briefing
-from newsroom.runs.models import Run
+from newsroom.runs.models import Run, RunSchedule
 from newsroom.sources.models import Category, Source
 
-__all__ = ["Briefing", "Category", "Run", "Source"]
+__all__ = ["Briefing", "Category", "Run", "RunSchedule", "Source"]

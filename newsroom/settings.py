@@ -150,7 +150,9 @@ if NEWSROOM_RUN_WORKER not in ("inprocess", "external"):
     raise SettingError(
         f"NEWSROOM_RUN_WORKER={NEWSROOM_RUN_WORKER!r}: use inprocess or external"
     )
-# NEWSROOM_SERVICES += ["newsroom.runs.worker.service"]  (enabled with the executor)
+NEWSROOM_SERVICES += ["newsroom.runs.worker.service"]
+# httpx logs every request at INFO: hundreds of lines per run.
+LOGGING["loggers"]["httpx"] = {"level": "WARNING"}
 
 # --- briefing ---
 # An OpenAI-compatible chat endpoint (base URL, e.g. http://127.0.0.1:11434/v1).
@@ -172,3 +174,15 @@ if NEWSROOM_LLM_URL and not NEWSROOM_LLM_MODEL:
     from newsroom.env import SettingError
 
     raise SettingError("NEWSROOM_LLM_URL is set but NEWSROOM_LLM_MODEL is empty: name the model")
+
+# --- live pages ---
+INSTALLED_APPS += ["newsroom.live"]
+# Streams render at most once per tick; writes in between land in one frame.
+NEWSROOM_LIVE_TICK_MS = env_int("NEWSROOM_LIVE_TICK_MS", 200, minimum=10, maximum=5000)
+# Component cache entries (two generations of half this size each).
+NEWSROOM_LIVE_CACHE_SIZE = env_int("NEWSROOM_LIVE_CACHE_SIZE", 20_000, minimum=100)
+# A run's burst of status changes lands on one hub channel per process: the
+# in-memory layer's default of 100 queued messages would drop most of a burst
+# (recoverable from the snapshot, but a second late). Redis keeps its own setting.
+if CHANNEL_LAYERS["default"]["BACKEND"].endswith("InMemoryChannelLayer"):
+    CHANNEL_LAYERS["default"].setdefault("CONFIG", {}).setdefault("capacity", 10_000)
