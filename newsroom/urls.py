@@ -11,4 +11,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("sources/", include("newsroom.sources.urls")),
     path("runs/", include("newsroom.runs.urls")),
+    path("sessions/", include("sessions_app.urls")),
 ]

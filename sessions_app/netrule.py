@@ -1,0 +1,96 @@
+"""The private-network rule for everything the browser loads.
+
+One function decides (`check_url`); the page guard and the action views both go
+through it, so switching to the runs area's fetcher check is a one-line change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+from urllib.parse import urlsplit
+
+from django.conf import settings
+
+# CGNAT and NAT64 are not "private" to the ipaddress module but reach inside.
+_EXTRA_BLOCKED = [ipaddress.ip_network("100.64.0.0/10"), ipaddress.ip_network("64:ff9b::/96")]
+
+
+class Refused(Exception):
+    """The URL may not be loaded; str() says why in plain words."""
+
+
+def address_refused(ip: str) -> str | None:
+    """Why `ip` is not a public address, or None when it is."""
+    addr = ipaddress.ip_address(ip.split("%", 1)[0])
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        addr = addr.ipv4_mapped
+    if any(addr in net for net in _EXTRA_BLOCKED if net.version == addr.version):
+        return f"{ip} is a shared or translated address"
+    if (
+        addr.is_loopback
+        or addr.is_private
+        or addr.is_link_local
+        or addr.is_multicast
+        or addr.is_unspecified
+        or addr.is_reserved
+        or not addr.is_global
+    ):
+        return f"{ip} is a private or local address"
+    return None
+
+
+def _split(url: str) -> tuple[str, str, int]:
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        raise Refused(f"only http and https pages can be opened, not {scheme or 'this'}: {url}")
+    if not parts.hostname:
+        raise Refused(f"the address has no host name: {url}")
+    port = parts.port or (443 if scheme == "https" else 80)
+    return scheme, parts.hostname, port
+
+
+def _verdict(host: str, addresses: list[str]) -> None:
+    if not addresses:
+        raise Refused(f"{host} does not resolve to any address")
+    for ip in addresses:
+        why = address_refused(ip)
+        if why:
+            raise Refused(
+                f"{host} resolves to {why}; Newsroom does not open pages on private "
+                "networks (NEWSROOM_ALLOW_PRIVATE_NETWORKS=1 allows it)"
+            )
+
+
+def private_allowed() -> bool:
+    return bool(settings.NEWSROOM_ALLOW_PRIVATE_NETWORKS)
+
+
+def check_url(url: str, *, allow_private: bool | None = None) -> None:
+    """Raise Refused unless `url` may be loaded. Resolves the host (blocking)."""
+    _, host, port = _split(url)
+    if private_allowed() if allow_private is None else allow_private:
+        return
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as e:
+        raise Refused(f"{host} cannot be resolved: {e}") from None
+    _verdict(host, sorted({info[4][0] for info in infos}))
+
+
+async def acheck_url(url: str, *, allow_private: bool) -> None:
+    """check_url for the browser's event loop (resolution does not block it)."""
+    if url.startswith(("data:", "blob:", "about:")):
+        return
+    _, host, port = _split(url)
+    if allow_private:
+        return
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(
+            host, port, type=socket.SOCK_STREAM
+        )
+    except (socket.gaierror, UnicodeError) as e:
+        raise Refused(f"{host} cannot be resolved: {e}") from None
+    _verdict(host, sorted({info[4][0] for info in infos}))
