@@ -130,6 +130,27 @@ LOGGING = {
 # Background roles `manage.py serve` runs in-process (see newsroom/services.py).
 NEWSROOM_SERVICES: list[str] = []
 
+# --- runs ---
+# Fetch limits beside NEWSROOM_FETCH_TIMEOUT (total) and NEWSROOM_FETCH_MAX_BYTES above.
+NEWSROOM_FETCH_CONNECT_TIMEOUT = env_float("NEWSROOM_FETCH_CONNECT_TIMEOUT", 10.0, minimum=0.1)
+NEWSROOM_FETCH_READ_TIMEOUT = env_float("NEWSROOM_FETCH_READ_TIMEOUT", 20.0, minimum=0.1)
+# 32 connections is the measured sweet spot on 2 cores (DESIGN.md); measure before raising.
+NEWSROOM_RUN_CONCURRENCY = env_int("NEWSROOM_RUN_CONCURRENCY", 32, minimum=1, maximum=512)
+NEWSROOM_RUN_PER_HOST = env_int("NEWSROOM_RUN_PER_HOST", 4, minimum=1, maximum=64)
+# A failing source is retried after this, doubling per consecutive error, capped at a day.
+NEWSROOM_SOURCE_RETRY_INTERVAL = env_int(
+    "NEWSROOM_SOURCE_RETRY_INTERVAL", 1800, minimum=60, maximum=86400
+)
+# `serve` executes queued runs in-process unless NEWSROOM_RUN_WORKER=external
+# (then `manage.py run_worker` processes do it).
+NEWSROOM_RUN_WORKER = env_str("NEWSROOM_RUN_WORKER", "inprocess")
+if NEWSROOM_RUN_WORKER not in ("inprocess", "external"):
+    from newsroom.env import SettingError
+
+    raise SettingError(
+        f"NEWSROOM_RUN_WORKER={NEWSROOM_RUN_WORKER!r}: use inprocess or external"
+    )
+# NEWSROOM_SERVICES += ["newsroom.runs.worker.service"]  (enabled with the executor)
 # --- browser sessions ---
 # Chromium: empty means the system one (/usr/bin/chromium), else Playwright's own.
 NEWSROOM_BROWSER_PATH = env_str("NEWSROOM_BROWSER_PATH", "")

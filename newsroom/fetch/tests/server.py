@@ -1,0 +1,129 @@
+"""A local HTTP server for network tests: 127.0.0.1, port 0, routes set by the test.
+
+Each route is a function(request) -> Reply (or a Reply). Handlers run in the
+server's own threads, so a slow route never blocks the test's event loop.
+"""
+
+from __future__ import annotations
+
+import gzip
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: bytes | Iterable[bytes] = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0  # seconds before the status line
+    chunk_delay: float = 0.0  # seconds between body chunks (slow bodies)
+
+
+@dataclass
+class Request:
+    path: str
+    query: str
+    headers: dict[str, str]
+
+
+Route = Callable[[Request], Reply] | Reply
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format, *args):  # keep test output quiet
+        pass
+
+    def do_GET(self):
+        parts = urlsplit(self.path)
+        request = Request(
+            parts.path, parts.query, {k.lower(): v for k, v in self.headers.items()}
+        )
+        self.server.requests.append(request)
+        route = self.server.routes.get(parts.path)
+        reply = Reply(404, b"no such route") if route is None else route
+        if callable(reply):
+            reply = reply(request)
+        if reply.delay:
+            time.sleep(reply.delay)
+        try:
+            self.send_response(reply.status)
+            chunks = [reply.body] if isinstance(reply.body, bytes) else reply.body
+            for key, value in reply.headers.items():
+                self.send_header(key, value)
+            if isinstance(reply.body, bytes):
+                self.send_header("Content-Length", str(len(reply.body)))
+                self.end_headers()
+                self.wfile.write(reply.body)
+                return
+            # Chunked so the body can trickle.
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for chunk in chunks:
+                if reply.chunk_delay:
+                    time.sleep(reply.chunk_delay)
+                self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up, as the test wanted
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+
+    def handle_error(self, request, client_address):
+        pass  # clients that give up mid-body (timeouts, caps) are what tests want
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.routes: dict[str, Route] = {}
+        self.requests: list[Request] = []
+
+
+class LocalServer:
+    def __init__(self) -> None:
+        self._server = _Server()
+        self.port = self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def requests(self) -> list[Request]:
+        return self._server.requests
+
+    def route(self, path: str, reply: Route) -> str:
+        self._server.routes[path] = reply
+        return self.url(path)
+
+    def url(self, path: str, host: str = "127.0.0.1") -> str:
+        return f"http://{host}:{self.port}{path}"
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def rss(n: int = 3, title: str = "Local feed", pad: int = 0) -> bytes:
+    items = "".join(
+        f"<item><title>Item {i}</title><link>http://example.org/{i}</link>"
+        f"<guid>http://example.org/{i}</guid><description>{'x' * pad}</description></item>"
+        for i in range(n)
+    )
+    return (
+        '<?xml version="1.0" encoding="utf-8"?><rss version="2.0"><channel>'
+        f"<title>{title}</title><link>http://example.org/</link>{items}</channel></rss>"
+    ).encode()
+
+
+def gzip_bomb(inflated: int) -> bytes:
+    """`inflated` zero bytes, gzipped: about a thousandth of that on the wire."""
+    return gzip.compress(b"\0" * inflated, compresslevel=9)
