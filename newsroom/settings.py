@@ -151,6 +151,7 @@ if NEWSROOM_RUN_WORKER not in ("inprocess", "external"):
         f"NEWSROOM_RUN_WORKER={NEWSROOM_RUN_WORKER!r}: use inprocess or external"
     )
 # NEWSROOM_SERVICES += ["newsroom.runs.worker.service"]  (enabled with the executor)
+
 # --- browser sessions ---
 # Chromium: empty means the system one (/usr/bin/chromium), else Playwright's own.
 NEWSROOM_BROWSER_PATH = env_str("NEWSROOM_BROWSER_PATH", "")

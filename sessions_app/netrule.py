@@ -1,20 +1,20 @@
 """The private-network rule for everything the browser loads.
 
-One function decides (`check_url`); the page guard and the action views both go
-through it, so switching to the runs area's fetcher check is a one-line change.
+One function decides (`check_url`, or `acheck_url` on the browser's loop); the
+page guard and the action views both go through it, and it judges addresses with
+the safe fetcher's own rule (newsroom.fetch.addresses), so pages and fetches
+refuse the same addresses.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import socket
 from urllib.parse import urlsplit
 
 from django.conf import settings
 
-# CGNAT and NAT64 are not "private" to the ipaddress module but reach inside.
-_EXTRA_BLOCKED = [ipaddress.ip_network("100.64.0.0/10"), ipaddress.ip_network("64:ff9b::/96")]
+from newsroom.fetch.addresses import blocked_reason
 
 
 class Refused(Exception):
@@ -22,23 +22,8 @@ class Refused(Exception):
 
 
 def address_refused(ip: str) -> str | None:
-    """Why `ip` is not a public address, or None when it is."""
-    addr = ipaddress.ip_address(ip.split("%", 1)[0])
-    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
-        addr = addr.ipv4_mapped
-    if any(addr in net for net in _EXTRA_BLOCKED if net.version == addr.version):
-        return f"{ip} is a shared or translated address"
-    if (
-        addr.is_loopback
-        or addr.is_private
-        or addr.is_link_local
-        or addr.is_multicast
-        or addr.is_unspecified
-        or addr.is_reserved
-        or not addr.is_global
-    ):
-        return f"{ip} is a private or local address"
-    return None
+    """Why `ip` is not a public address, or None: the fetcher's own rule."""
+    return blocked_reason(ip)
 
 
 def _split(url: str) -> tuple[str, str, int]:
@@ -59,7 +44,7 @@ def _verdict(host: str, addresses: list[str]) -> None:
         why = address_refused(ip)
         if why:
             raise Refused(
-                f"{host} resolves to {why}; Newsroom does not open pages on private "
+                f"{host} resolves to {ip}, {why}; Newsroom does not open pages on private "
                 "networks (NEWSROOM_ALLOW_PRIVATE_NETWORKS=1 allows it)"
             )
 

@@ -157,13 +157,14 @@ class ReaperService:
     async def run(self, stop: asyncio.Event) -> None:
         every = sweep_interval()
         try:
-            while not stop.is_set():
+            while True:  # the first sweep at start: pages a restart orphaned
                 try:
                     await sync_to_async(self._sweep, thread_sensitive=False)()
                 except Exception:
                     log.exception("session sweep failed")
                 try:
                     await asyncio.wait_for(stop.wait(), timeout=every)
+                    break
                 except TimeoutError:
                     pass
         finally:

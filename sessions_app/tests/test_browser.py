@@ -256,3 +256,44 @@ def test_a_private_address_is_refused_unless_allowed(host, site, alice, settings
     assert any("private" in b for b in state.blocked)
     settings.NEWSROOM_ALLOW_PRIVATE_NETWORKS = True
     assert Sessions(available=unknown_memory).scrape(alice, site.url("/plain"), keep=False).title == "plain"
+
+
+def test_reap_sessions_logs_each_close_with_its_reason(host, site, alice):
+    from io import StringIO
+
+    from django.core.management import call_command
+    from django.utils import timezone
+
+    sid = Sessions(available=unknown_memory).scrape(alice, site.url("/plain"), keep=True).session.pk
+    BrowserSession.objects.filter(pk=sid).update(
+        last_used_at=timezone.now() - timezone.timedelta(seconds=400)
+    )
+    out = StringIO()
+    call_command("reap_sessions", "--once", stdout=out)
+    assert f"closed {sid}: it was idle for 400 s" in out.getvalue()
+    assert BrowserSession.objects.get(pk=sid).state == "gone"
+
+
+def test_the_interact_view_acts_through_htmx(host, site, alice, alice_client):
+    sid = Sessions(available=unknown_memory).scrape(alice, site.url("/click"), keep=True).session.pk
+    response = alice_client.post(
+        f"/sessions/{sid}/act/", {"action": "click", "selector": "#go"}, HTTP_HX_REQUEST="true"
+    )
+    assert response.status_code == 200
+    assert b'id="panel"' in response.content and b"after" in response.content
+    assert b"<html" not in response.content
+
+
+# Last in the module: it stops the shared browser.
+def test_shutdown_closes_every_page_with_its_reason(host, site, alice, bob):
+    sessions = Sessions(available=unknown_memory)
+    ids = [
+        sessions.scrape(reader, site.url("/plain"), keep=True).session.pk
+        for reader in (alice, bob)
+    ]
+    closed = Reaper(available=unknown_memory).shutdown()
+    assert sorted(closed) == sorted(ids)
+    reasons = set(BrowserSession.objects.filter(pk__in=ids).values_list("reason", flat=True))
+    assert reasons == {"the server shut down"}
+    host.refresh_from_db()
+    assert host.tag == ""

@@ -25,7 +25,6 @@ class Command(BaseCommand):
                 signal.signal(sig, lambda *_: stop.set())
             self.stdout.write(f"Sweeping browser sessions every {sweep_interval():.0f} s")
         while True:
-            close_old_connections()
             result = reaper.sweep()
             for sid, reason in result.closed:
                 self.stdout.write(f"closed {sid}: {reason}")
@@ -36,6 +35,7 @@ class Command(BaseCommand):
             self.stdout.flush()
             if once or stop.wait(sweep_interval()):
                 break
+            close_old_connections()  # a long-lived loop: drop broken connections
         if not once:
             closed = reaper.shutdown()
             self.stdout.write(f"closed {len(closed)} sessions: {SHUTDOWN_REASON}")
