@@ -7,7 +7,15 @@ from sessions_app.models import BrowserHost, BrowserSession, ReaderSecret
 
 @admin.register(BrowserSession)
 class BrowserSessionAdmin(admin.ModelAdmin):
-    list_display = ("id", "owner", "state", "reason", "url", "opened_at", "last_used_at")
+    list_display = (
+        "id",
+        "owner",
+        "state",
+        "reason",
+        "url",
+        "opened_at",
+        "last_used_at",
+    )
     list_filter = ("state",)
     search_fields = ("id", "url", "owner__username", "reason")
     readonly_fields = [f.name for f in BrowserSession._meta.fields]
@@ -15,7 +23,15 @@ class BrowserSessionAdmin(admin.ModelAdmin):
 
 @admin.register(BrowserHost)
 class BrowserHostAdmin(admin.ModelAdmin):
-    list_display = ("tag", "endpoint", "pid", "hostname", "started_at", "baseline_mb", "tab_mb")
+    list_display = (
+        "tag",
+        "endpoint",
+        "pid",
+        "hostname",
+        "started_at",
+        "baseline_mb",
+        "tab_mb",
+    )
 
 
 @admin.register(ReaderSecret)

@@ -35,7 +35,10 @@ def api_open(request: HttpRequest) -> JsonResponse:
         if not isinstance(url, str) or not url:
             raise SessionError(400, "give the page's address as url")
         outcome = Sessions().scrape(
-            request.user, url, keep=bool(data.get("keep", True)), wait_for=data.get("wait_for")
+            request.user,
+            url,
+            keep=bool(data.get("keep", True)),
+            wait_for=data.get("wait_for"),
         )
     except SessionError as e:
         return _error(e)
@@ -57,8 +60,17 @@ def api_act(request: HttpRequest, sid: str, action: str) -> JsonResponse:
         return _error(SessionError(404, f"no action {action!r}"))
     try:
         params = _body(request)
-        needs = {"type": ["text"], "press": ["key"], "wait": ["selector"], "goto": ["url"]}
-        if action == "click" and not params.get("selector") and not {"x", "y"} <= params.keys():
+        needs = {
+            "type": ["text"],
+            "press": ["key"],
+            "wait": ["selector"],
+            "goto": ["url"],
+        }
+        if (
+            action == "click"
+            and not params.get("selector")
+            and not {"x", "y"} <= params.keys()
+        ):
             raise SessionError(400, "click needs a selector, or x and y")
         missing = [k for k in needs.get(action, []) if not params.get(k)]
         if missing:
@@ -86,4 +98,6 @@ def api_close(request: HttpRequest, sid: str) -> JsonResponse:
         record = Sessions().close(request.user, sid)
     except SessionError as e:
         return _error(e)
-    return JsonResponse({"id": record.pk, "state": record.state, "reason": record.reason})
+    return JsonResponse(
+        {"id": record.pk, "state": record.state, "reason": record.reason}
+    )

@@ -69,15 +69,22 @@ def find_chromium() -> str:
     if configured:
         if os.access(configured, os.X_OK):
             return configured
-        raise BrowserUnavailable(f"NEWSROOM_BROWSER_PATH={configured!r} is not an executable")
+        raise BrowserUnavailable(
+            f"NEWSROOM_BROWSER_PATH={configured!r} is not an executable"
+        )
     for name in ("chromium", "chromium-browser"):
         found = shutil.which(name)
         if found:
             return found
     if os.access("/usr/bin/chromium", os.X_OK):
         return "/usr/bin/chromium"
-    root = os.environ.get("PLAYWRIGHT_BROWSERS_PATH") or str(Path.home() / ".cache/ms-playwright")
-    patterns = ["chromium-*/chrome-linux*/chrome", "chromium_headless_shell-*/chrome-*/*shell"]
+    root = os.environ.get("PLAYWRIGHT_BROWSERS_PATH") or str(
+        Path.home() / ".cache/ms-playwright"
+    )
+    patterns = [
+        "chromium-*/chrome-linux*/chrome",
+        "chromium_headless_shell-*/chrome-*/*shell",
+    ]
     for pattern in patterns:
         for path in sorted(glob.glob(os.path.join(root, pattern)), reverse=True):
             if os.access(path, os.X_OK):
@@ -141,7 +148,9 @@ def launch(executable: str, port: int) -> tuple[subprocess.Popen, str, str, str]
         time.sleep(0.05)
     proc.kill()
     shutil.rmtree(user_data_dir, ignore_errors=True)
-    raise BrowserUnavailable(f"Chromium ({executable}) did not open its CDP endpoint in time")
+    raise BrowserUnavailable(
+        f"Chromium ({executable}) did not open its CDP endpoint in time"
+    )
 
 
 def current_host() -> BrowserHost | None:
@@ -161,7 +170,9 @@ def ensure_browser() -> BrowserHost:
         if probe(host):
             return host  # another process launched it while we waited
         _stop_process(host)
-        proc, endpoint, ws_url, user_data_dir = launch(executable, settings.NEWSROOM_BROWSER_PORT)
+        proc, endpoint, ws_url, user_data_dir = launch(
+            executable, settings.NEWSROOM_BROWSER_PORT
+        )
         host.tag = new_tag()
         host.endpoint = endpoint
         host.ws_url = ws_url
@@ -173,7 +184,13 @@ def ensure_browser() -> BrowserHost:
         host.baseline_mb = browser_mb(proc.pid) or 0.0
         host.save()
     _launched.append(proc)  # keep the handle so its exit is reaped, not a zombie
-    log.info("launched Chromium %s (pid %s) at %s, tag %s", executable, proc.pid, endpoint, host.tag)
+    log.info(
+        "launched Chromium %s (pid %s) at %s, tag %s",
+        executable,
+        proc.pid,
+        endpoint,
+        host.tag,
+    )
     return host
 
 
@@ -218,11 +235,26 @@ def stop_browser() -> None:
 # --- memory ---
 
 
-def browser_mb(pid: int | None) -> float | None:
+_measured: dict[int, tuple[float, float]] = {}  # pid -> (monotonic time, MB)
+MEASURE_EVERY = 2.0  # reading every process's smaps takes 100-250 ms
+
+
+def browser_mb(pid: int | None, *, max_age: float = 0.0) -> float | None:
     """Megabytes the browser's processes use (proportional set size where the
-    kernel tells it, so shared pages are not counted once per process)."""
+    kernel tells it, so shared pages are not counted once per process).
+    `max_age`: a measurement this recent may be reused."""
     if not pid:
         return None
+    cached = _measured.get(pid)
+    if cached is not None and time.monotonic() - cached[0] < max_age:
+        return cached[1]
+    value = _browser_mb(pid)
+    if value is not None:
+        _measured[pid] = (time.monotonic(), value)
+    return value
+
+
+def _browser_mb(pid: int) -> float | None:
     try:
         root = psutil.Process(pid)
         procs = [root, *root.children(recursive=True)]
@@ -247,19 +279,25 @@ def available_mb() -> int:
     return int(psutil.virtual_memory().available // MIB)
 
 
-def measure_room(host: BrowserHost | None, open_pages: int, available: int | None) -> Room:
+def measure_room(
+    host: BrowserHost | None, open_pages: int, available: int | None
+) -> Room:
     """The pool's numbers: per-tab memory from the browser's processes over the
     kept pages (the last measurement, or the setting, when none is open)."""
-    tab_mb = float(host.tab_mb or settings.NEWSROOM_BROWSER_TAB_MB) if host else float(
-        settings.NEWSROOM_BROWSER_TAB_MB
+    tab_mb = (
+        float(host.tab_mb or settings.NEWSROOM_BROWSER_TAB_MB)
+        if host
+        else float(settings.NEWSROOM_BROWSER_TAB_MB)
     )
     if host is not None and open_pages > 0 and host.hostname == socket.gethostname():
-        total = browser_mb(host.pid)
+        total = browser_mb(host.pid, max_age=MEASURE_EVERY)
         if total is not None and total > host.baseline_mb:
             measured = (total - host.baseline_mb) / open_pages
             if measured >= 1:
                 tab_mb = measured
-                BrowserHost.objects.filter(pk=host.pk, tag=host.tag).update(tab_mb=measured)
+                BrowserHost.objects.filter(pk=host.pk, tag=host.tag).update(
+                    tab_mb=measured
+                )
     return Room(
         available_mb=available,
         reserve_mb=settings.NEWSROOM_BROWSER_RESERVE_MB,

@@ -43,11 +43,15 @@ class BrowserSession(models.Model):
     id = models.CharField(primary_key=True, max_length=64)
     tag = models.CharField(max_length=32, db_index=True)
     owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="browser_sessions"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="browser_sessions",
     )
     url = models.URLField(max_length=2000)
     options = models.JSONField(default=dict, blank=True)
-    state = models.CharField(max_length=12, choices=State.choices, default=State.NOT_OPENED)
+    state = models.CharField(
+        max_length=12, choices=State.choices, default=State.NOT_OPENED
+    )
     reason = models.TextField(blank=True, help_text="Why the session closed.")
     created_at = models.DateTimeField()
     opened_at = models.DateTimeField(null=True, blank=True)
@@ -83,7 +87,9 @@ class ReaderSecret(models.Model):
     """A value typed into pages as `{{secret:NAME}}`; stored encrypted, never shown."""
 
     owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="browser_secrets"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="browser_secrets",
     )
     name = models.SlugField(max_length=64)
     sealed = models.TextField()  # Fernet token of the value
@@ -92,7 +98,9 @@ class ReaderSecret(models.Model):
     class Meta:
         ordering = ["name"]
         constraints = [
-            models.UniqueConstraint(fields=["owner", "name"], name="secret_unique_per_reader")
+            models.UniqueConstraint(
+                fields=["owner", "name"], name="secret_unique_per_reader"
+            )
         ]
 
     def __str__(self) -> str:

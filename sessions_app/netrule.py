@@ -30,7 +30,9 @@ def _split(url: str) -> tuple[str, str, int]:
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https"):
-        raise Refused(f"only http and https pages can be opened, not {scheme or 'this'}: {url}")
+        raise Refused(
+            f"only http and https pages can be opened, not {scheme or 'this'}: {url}"
+        )
     if not parts.hostname:
         raise Refused(f"the address has no host name: {url}")
     port = parts.port or (443 if scheme == "https" else 80)

@@ -58,7 +58,9 @@ class Pool:
         self._browser = None
         self._ws = ""
         self._pages: dict[str, Any] = {}  # target id -> Page, for this connection
-        self._blocked: dict[int, list[str]] = {}  # id(page) -> refusals since last action
+        self._blocked: dict[
+            int, list[str]
+        ] = {}  # id(page) -> refusals since last action
 
     # --- the loop thread ---
 
@@ -86,7 +88,11 @@ class Pool:
     # --- connection ---
 
     async def browser(self, ws_url: str):
-        if self._browser is not None and self._ws == ws_url and self._browser.is_connected():
+        if (
+            self._browser is not None
+            and self._ws == ws_url
+            and self._browser.is_connected()
+        ):
             return self._browser
         await self._disconnect()
         if self._pw is None:
@@ -131,7 +137,9 @@ class Pool:
     async def _target_id(self, page) -> str:
         session = await page.context.new_cdp_session(page)
         try:
-            return (await session.send("Target.getTargetInfo"))["targetInfo"]["targetId"]
+            return (await session.send("Target.getTargetInfo"))["targetInfo"][
+                "targetId"
+            ]
         finally:
             await session.detach()
 
@@ -165,7 +173,9 @@ class Pool:
         async def check(route) -> None:
             url = route.request.url
             try:
-                await acheck_url(url, allow_private=settings.NEWSROOM_ALLOW_PRIVATE_NETWORKS)
+                await acheck_url(
+                    url, allow_private=settings.NEWSROOM_ALLOW_PRIVATE_NETWORKS
+                )
             except Refused as e:
                 refusals.append(str(e))
                 await route.abort("blockedbyclient")
@@ -180,10 +190,14 @@ class Pool:
         session = await browser.new_browser_cdp_session()
         try:
             context_id = (
-                await session.send("Target.createBrowserContext", {"disposeOnDetach": False})
+                await session.send(
+                    "Target.createBrowserContext", {"disposeOnDetach": False}
+                )
             )["browserContextId"]
             default = browser.contexts[0]
-            async with default.expect_page(timeout=settings.NEWSROOM_BROWSER_TIMEOUT * 1000) as info:
+            async with default.expect_page(
+                timeout=settings.NEWSROOM_BROWSER_TIMEOUT * 1000
+            ) as info:
                 target_id = (
                     await session.send(
                         "Target.createTarget",
@@ -201,7 +215,9 @@ class Pool:
         """Close a kept page by disposing its context (frees more than the page)."""
         session = await self._cdp(ws_url)
         try:
-            await session.send("Target.disposeBrowserContext", {"browserContextId": context_id})
+            await session.send(
+                "Target.disposeBrowserContext", {"browserContextId": context_id}
+            )
         except Exception as e:
             log.debug("disposing context %s: %s", context_id, e)
         finally:
@@ -234,7 +250,9 @@ class Pool:
             await page.goto(url, wait_until="load", timeout=ms)
         except Exception as e:
             why = self.take_refusals(page)
-            raise ActionFailed(why[0] if why else f"the page did not load: {_short(e)}") from None
+            raise ActionFailed(
+                why[0] if why else f"the page did not load: {_short(e)}"
+            ) from None
         try:
             if wait_for:
                 await page.wait_for_selector(wait_for, timeout=ms)
@@ -243,7 +261,9 @@ class Pool:
                 await page.wait_for_load_state("networkidle", timeout=min(ms, 5000))
         except Exception as e:
             if wait_for:
-                raise ActionFailed(f"{wait_for!r} did not appear: {_short(e)}") from None
+                raise ActionFailed(
+                    f"{wait_for!r} did not appear: {_short(e)}"
+                ) from None
 
     def take_refusals(self, page) -> list[str]:
         refusals = self._blocked.get(id(page), [])
@@ -259,7 +279,9 @@ class Pool:
             blocked=self.take_refusals(page),
         )
 
-    async def act(self, page, action: str, params: dict[str, Any], timeout: float) -> Any:
+    async def act(
+        self, page, action: str, params: dict[str, Any], timeout: float
+    ) -> Any:
         ms = timeout * 1000
         try:
             if action == "click":
@@ -275,7 +297,9 @@ class Pool:
             elif action == "press":
                 await page.keyboard.press(params["key"])
             elif action == "scroll":
-                await page.mouse.wheel(float(params.get("dx", 0)), float(params.get("dy", 0)))
+                await page.mouse.wheel(
+                    float(params.get("dx", 0)), float(params.get("dy", 0))
+                )
             elif action == "wait":
                 await page.wait_for_selector(params["selector"], timeout=ms)
             elif action == "goto":
@@ -301,7 +325,12 @@ class Pool:
         return None
 
     async def render(
-        self, ws_url: str, url: str, cookies: list[dict], wait_for: str | None, timeout: float
+        self,
+        ws_url: str,
+        url: str,
+        cookies: list[dict],
+        wait_for: str | None,
+        timeout: float,
     ) -> PageState:
         """Render `url` in a throwaway context carrying `cookies`; the DOM and final URL."""
         browser = await self.browser(ws_url)

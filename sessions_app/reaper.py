@@ -115,7 +115,9 @@ class Reaper:
     def carry_out(self, closings: list[Closing], result: SweepResult) -> SweepResult:
         sessions = self.sessions()
         for closing in closings:
-            if sessions.close_record(closing.record, closing.reason, expect_used=closing.expect_used):
+            if sessions.close_record(
+                closing.record, closing.reason, expect_used=closing.expect_used
+            ):
                 result.closed.append((closing.record.pk, closing.reason))
         return result
 

@@ -156,7 +156,8 @@ class Registry:
             raise SessionError(403, f"browser session {sid} belongs to another reader")
         if record.state == State.GONE:
             raise SessionError(
-                410, f"browser session {sid} is closed: {record.reason}; scrape the page again"
+                410,
+                f"browser session {sid} is closed: {record.reason}; scrape the page again",
             )
         if record.tag != self.tag:
             raise SessionError(
@@ -206,7 +207,9 @@ class Registry:
         )
 
     def open_records(self) -> list[BrowserSession]:
-        return list(BrowserSession.objects.filter(state=State.OPEN).order_by("last_used_at"))
+        return list(
+            BrowserSession.objects.filter(state=State.OPEN).order_by("last_used_at")
+        )
 
     def open_count(self) -> int:
         return BrowserSession.objects.filter(state=State.OPEN).count()
@@ -228,7 +231,9 @@ class Registry:
         if total <= self.max_record_bytes:
             return 0
         doomed: list[str] = []
-        for sid, size in idle.order_by("queued_ns", "pk").values_list("pk", "size_bytes").iterator():
+        for sid, size in (
+            idle.order_by("queued_ns", "pk").values_list("pk", "size_bytes").iterator()
+        ):
             if total <= self.max_record_bytes:
                 break
             doomed.append(sid)
@@ -258,7 +263,9 @@ class Registry:
             BrowserHost.objects.get_or_create(pk=1)
             BrowserHost.objects.select_for_update().filter(pk=1).first()
             now = self.clock()
-            SessionReservation.objects.filter(created_at__lte=now - RESERVATION_TIMEOUT).delete()
+            SessionReservation.objects.filter(
+                created_at__lte=now - RESERVATION_TIMEOUT
+            ).delete()
             taken = self.open_count() + SessionReservation.objects.count()
             if taken >= cap:
                 raise Full(taken, cap)

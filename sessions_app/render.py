@@ -51,7 +51,9 @@ async def render(source) -> RenderedPage:
             found = await pool.arun(pool.context_cookies(ws_url, contexts))
             cookies = [c for c in found if _cookie_matches(c.get("domain", ""), host)]
         state = await pool.arun(
-            pool.render(ws_url, source.url, cookies, None, settings.NEWSROOM_BROWSER_TIMEOUT)
+            pool.render(
+                ws_url, source.url, cookies, None, settings.NEWSROOM_BROWSER_TIMEOUT
+            )
         )
     except (ActionFailed, Refused) as e:
         raise RenderError(str(e)) from None

@@ -19,7 +19,9 @@ class MissingSecret(Exception):
 
 
 def _fernet() -> Fernet:
-    digest = hashlib.sha256(f"newsroom reader secrets:{settings.SECRET_KEY}".encode()).digest()
+    digest = hashlib.sha256(
+        f"newsroom reader secrets:{settings.SECRET_KEY}".encode()
+    ).digest()
     return Fernet(base64.urlsafe_b64encode(digest))
 
 
@@ -31,7 +33,9 @@ def unseal(token: str) -> str:
     try:
         return _fernet().decrypt(token.encode()).decode()
     except InvalidToken:
-        raise MissingSecret("a stored secret cannot be read: SECRET_KEY changed since it was saved; save it again") from None
+        raise MissingSecret(
+            "a stored secret cannot be read: SECRET_KEY changed since it was saved; save it again"
+        ) from None
 
 
 def set_secret(owner, name: str, value: str) -> ReaderSecret:
@@ -50,7 +54,9 @@ def fill(owner, text: str) -> tuple[str, list[str]]:
     names = sorted(set(placeholders(text)))
     if not names:
         return text, []
-    found = {s.name: s for s in ReaderSecret.objects.filter(owner=owner, name__in=names)}
+    found = {
+        s.name: s for s in ReaderSecret.objects.filter(owner=owner, name__in=names)
+    }
     missing = [n for n in names if n not in found]
     if missing:
         raise MissingSecret(

@@ -16,11 +16,11 @@ from django.conf import settings
 from django.utils import timezone
 
 from sessions_app import browser as host_mod
+from sessions_app.models import BrowserSession
 from sessions_app.netrule import Refused, check_url
 from sessions_app.pool import ActionFailed, PageGone, Pool, get_pool
 from sessions_app.registry import Registry, RegistryLimits, SessionError
 from sessions_app.secrets import MissingSecret, fill
-from sessions_app.models import BrowserSession
 
 log = logging.getLogger(__name__)
 MIB = 1024 * 1024
@@ -54,7 +54,9 @@ class Outcome:
 
 
 def limits() -> RegistryLimits:
-    return RegistryLimits(idle=settings.NEWSROOM_SESSION_IDLE, ttl=settings.NEWSROOM_SESSION_TTL)
+    return RegistryLimits(
+        idle=settings.NEWSROOM_SESSION_IDLE, ttl=settings.NEWSROOM_SESSION_TTL
+    )
 
 
 def registry_for(host, clock: Callable[[], datetime] = timezone.now) -> Registry:
@@ -90,30 +92,42 @@ class Sessions:
             raise SessionError(503, str(e)) from None
 
     def registry(self, host=None) -> Registry:
-        return registry_for(host if host is not None else host_mod.current_host(), self.clock)
+        return registry_for(
+            host if host is not None else host_mod.current_host(), self.clock
+        )
 
     # --- open ---
 
-    def scrape(self, owner, url: str, *, keep: bool, wait_for: str | None = None) -> Outcome:
+    def scrape(
+        self, owner, url: str, *, keep: bool, wait_for: str | None = None
+    ) -> Outcome:
         """Render `url`; with `keep`, its page stays open as a session."""
         _checked(url)
         host = self._host()
         reg = self.registry(host)
         options = {"wait_for": wait_for} if wait_for else {}
         if not keep:
-            state = self._call(self.pool.render(host.ws_url, url, [], wait_for, self.timeout))
+            state = self._call(
+                self.pool.render(host.ws_url, url, [], wait_for, self.timeout)
+            )
             record = reg.insert(owner, url, options)
-            return Outcome(record, state.url, state.title, html=state.html, blocked=state.blocked)
+            return Outcome(
+                record, state.url, state.title, html=state.html, blocked=state.blocked
+            )
         record = reg.insert(owner, url, options)
         return self._open(host, reg, record, html=True)
 
-    def _open(self, host, reg: Registry, record: BrowserSession, *, html: bool) -> Outcome:
+    def _open(
+        self, host, reg: Registry, record: BrowserSession, *, html: bool
+    ) -> Outcome:
         from sessions_app.reaper import Reaper
 
         cap = Reaper(self.pool, self.clock, self.available).sweep(extra=1).cap
         with reg.reserve(cap):
             context_id, target_id, state = self._call(
-                self._open_page(host.ws_url, record.url, record.options.get("wait_for"), html)
+                self._open_page(
+                    host.ws_url, record.url, record.options.get("wait_for"), html
+                )
             )
             reg.mark_open(
                 record,
@@ -123,7 +137,9 @@ class Sessions:
                 title=state.title[:500],
             )
         log.info("browser session %s opened for reader %s", record.pk, record.owner_id)
-        return Outcome(record, state.url, state.title, html=state.html, blocked=state.blocked)
+        return Outcome(
+            record, state.url, state.title, html=state.html, blocked=state.blocked
+        )
 
     async def _open_page(self, ws_url: str, url: str, wait_for: str | None, html: bool):
         context_id, target_id, page = await self.pool.new_kept_page(ws_url)
@@ -138,14 +154,19 @@ class Sessions:
 
     def act(self, owner, sid: str, action: str, **params: Any) -> Outcome:
         if action not in ACTIONS:
-            raise SessionError(400, f"unknown action {action!r}; use one of {', '.join(ACTIONS)}")
+            raise SessionError(
+                400, f"unknown action {action!r}; use one of {', '.join(ACTIONS)}"
+            )
         host = host_mod.current_host()
         reg = self.registry(host)
         record = reg.get(sid, owner)
         if host is None or not host_mod.probe(host):
             if record.state == BrowserSession.State.OPEN:
                 reg.mark_closed(sid, "the browser exited")
-                raise SessionError(410, f"browser session {sid} is closed: the browser exited; scrape the page again")
+                raise SessionError(
+                    410,
+                    f"browser session {sid} is closed: the browser exited; scrape the page again",
+                )
             host = self._host()
             reg = self.registry(host)
         message = ""
@@ -166,10 +187,15 @@ class Sessions:
         reg.touch(record)
         before = record.current_url
         try:
-            png, state = self._call(self._act(host.ws_url, record.target_id, action, params))
+            png, state = self._call(
+                self._act(host.ws_url, record.target_id, action, params)
+            )
         except PageGone:
             reg.mark_closed(sid, "its page was closed in the browser")
-            raise SessionError(410, f"browser session {sid} is closed: its page was closed in the browser; scrape the page again") from None
+            raise SessionError(
+                410,
+                f"browser session {sid} is closed: its page was closed in the browser; scrape the page again",
+            ) from None
         except ActionFailed as e:
             raise SessionError(422, str(e)) from None
         reg.touch(record, current_url=state.url[:2000], title=state.title[:500])
@@ -177,27 +203,38 @@ class Sessions:
         if navigated and not message:
             message = f"the page navigated away to {state.url}"
         log.info("browser session %s: %s", sid, action)
-        return Outcome(record, state.url, state.title, message, navigated, state.blocked, png=png)
+        return Outcome(
+            record, state.url, state.title, message, navigated, state.blocked, png=png
+        )
 
     async def _act(self, ws_url: str, target_id: str, action: str, params: dict):
         page = await self.pool.page(ws_url, target_id)
         png = await self.pool.act(page, action, params, self.timeout)
         return png, await self.pool.state(page)
 
-    def close(self, owner, sid: str, reason: str = "the reader closed it") -> BrowserSession:
+    def close(
+        self, owner, sid: str, reason: str = "the reader closed it"
+    ) -> BrowserSession:
         reg = self.registry()
         record = reg.get(sid, owner)
         self.close_record(record, reason)
         record.refresh_from_db()
         return record
 
-    def close_record(self, record: BrowserSession, reason: str, *, expect_used=None) -> bool:
+    def close_record(
+        self, record: BrowserSession, reason: str, *, expect_used=None
+    ) -> bool:
         reg = self.registry()
         was_open = record.state == BrowserSession.State.OPEN
         if not reg.mark_closed(record.pk, reason, expect_used=expect_used):
             return False
         host = host_mod.current_host()
-        if was_open and record.context_id and host is not None and record.tag == host.tag:
+        if (
+            was_open
+            and record.context_id
+            and host is not None
+            and record.tag == host.tag
+        ):
             try:
                 self._call(self.pool.dispose(host.ws_url, record.context_id))
             except Exception as e:  # the browser may be gone already

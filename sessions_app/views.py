@@ -15,7 +15,16 @@ from sessions_app.registry import SessionError
 from sessions_app.secrets import set_secret
 from sessions_app.sessions import Outcome, Sessions
 
-KEYS = ["Enter", "Tab", "Escape", "Backspace", "ArrowUp", "ArrowDown", "PageDown", "PageUp"]
+KEYS = [
+    "Enter",
+    "Tab",
+    "Escape",
+    "Backspace",
+    "ArrowUp",
+    "ArrowDown",
+    "PageDown",
+    "PageUp",
+]
 
 
 def _own_session(request: HttpRequest, sid: str) -> BrowserSession:
@@ -25,7 +34,9 @@ def _own_session(request: HttpRequest, sid: str) -> BrowserSession:
 
 def session_list(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
-    rows = list(BrowserSession.objects.filter(owner=request.user).order_by("-created_at")[:100])
+    rows = list(
+        BrowserSession.objects.filter(owner=request.user).order_by("-created_at")[:100]
+    )
     for row in rows:
         used = row.last_used_at or row.opened_at
         row.idle_s = int((now - used).total_seconds()) if used else None
@@ -91,12 +102,16 @@ def session_act(request: HttpRequest, sid: str) -> HttpResponse:
     try:
         outcome = Sessions().act(request.user, sid, action, **params)
     except (SessionError, ValueError, KeyError) as e:
-        error = str(e) if isinstance(e, SessionError) else f"{action}: missing or bad input"
+        error = (
+            str(e) if isinstance(e, SessionError) else f"{action}: missing or bad input"
+        )
     if not request.htmx:
         if error:
             messages.error(request, error)
         elif outcome and (outcome.message or outcome.blocked):
-            messages.info(request, "; ".join(filter(None, [outcome.message, *outcome.blocked])))
+            messages.info(
+                request, "; ".join(filter(None, [outcome.message, *outcome.blocked]))
+            )
         return redirect("sessions:interact", sid=sid)
     record.refresh_from_db()
     return render(
@@ -134,13 +149,19 @@ def secret_list(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         name = request.POST.get("name", "").strip()
         value = request.POST.get("value", "")
-        if not name or not all(c.isalnum() or c in "-_" for c in name) or len(name) > 64:
+        if (
+            not name
+            or not all(c.isalnum() or c in "-_" for c in name)
+            or len(name) > 64
+        ):
             error = "A name is letters, digits, - and _ (at most 64)."
         elif not value:
             error = "The value is empty."
         else:
             set_secret(request.user, name, value)
-            messages.success(request, f"Saved secret {name}; type it as {{{{secret:{name}}}}}.")
+            messages.success(
+                request, f"Saved secret {name}; type it as {{{{secret:{name}}}}}."
+            )
             return redirect("sessions:secrets")
     return render(
         request,

@@ -20,9 +20,9 @@ PAGES = {
     '<a href="/story/1">First story</a> <a href="/story/2">Second story</a>';
 }, 50);</script>""",
     "/click": """<!doctype html><title>before</title>
-<button id=go style="position:absolute;left:10px;top:10px;width:200px;height:60px"
+<button id=go style="position:absolute;left:10px;top:120px;width:200px;height:60px"
  onclick="document.title='after'; document.getElementById('said').textContent='clicked'">Go</button>
-<p id=said>not yet</p><input id=field>""",
+<p id=said>not yet</p><input id=field><a id=away href="/plain">away</a>""",
     "/login": """<!doctype html><title>login</title>
 <script>document.cookie = 'member=yes; path=/';</script>""",
     "/plain": "<!doctype html><title>plain</title><p>plain page</p>",

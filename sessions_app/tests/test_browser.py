@@ -29,7 +29,9 @@ def unknown_memory() -> None:
 
 
 def test_a_page_written_by_javascript_is_scraped(host, site, alice):
-    outcome = Sessions(available=unknown_memory).scrape(alice, site.url("/js"), keep=False)
+    outcome = Sessions(available=unknown_memory).scrape(
+        alice, site.url("/js"), keep=False
+    )
     assert outcome.title == "Written by script"
     assert '<a href="/story/1">First story</a>' in outcome.html
     # Not kept: a record to reopen from, no page.
@@ -37,7 +39,9 @@ def test_a_page_written_by_javascript_is_scraped(host, site, alice):
 
 
 def test_a_browser_source_renders_with_the_readers_session_cookies(host, site, alice):
-    source = Source.objects.create(reader=alice, kind="browser", url=site.url("/members"))
+    source = Source.objects.create(
+        reader=alice, kind="browser", url=site.url("/members")
+    )
     before = async_to_sync(render)(source)
     assert "log in first" in before.html
     # The reader logs in inside a kept page; the source's render carries the cookie.
@@ -60,7 +64,8 @@ def test_a_kept_page_survives_between_requests_and_a_click_changes_it(
     assert opened.json()["title"] == "before"
 
     clicked = alice_client.post(
-        f"/sessions/api/{sid}/click", json.dumps({"selector": "#go"}),
+        f"/sessions/api/{sid}/click",
+        json.dumps({"selector": "#go"}),
         content_type="application/json",
     )
     assert clicked.status_code == 200, clicked.content
@@ -75,9 +80,9 @@ def test_a_kept_page_survives_between_requests_and_a_click_changes_it(
 def test_clicking_the_screenshot_clicks_the_page(host, site, alice, alice_client):
     sessions = Sessions(available=unknown_memory)
     sid = sessions.scrape(alice, site.url("/click"), keep=True).session.pk
-    # The button sits at (10, 10)-(210, 70): the image input posts where it was hit.
+    # The button sits at (10, 120)-(210, 180): the image input posts where it was hit.
     response = alice_client.post(
-        f"/sessions/{sid}/act/", {"action": "click", "at.x": "50", "at.y": "30"}
+        f"/sessions/{sid}/act/", {"action": "click", "at.x": "50", "at.y": "150"}
     )
     assert response.status_code == 302
     assert sessions.act(alice, sid, "state").title == "after"
@@ -101,7 +106,11 @@ def test_a_kept_page_survives_between_processes(host, site, alice):
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "newsroom.settings"}
     done = subprocess.run(
         [sys.executable, "-c", script, host.ws_url, record.target_id],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "after"
@@ -123,10 +132,13 @@ def test_typing_fills_secrets_and_never_echoes_them(host, site, alice, alice_cli
     assert b"4711-hidden" not in response.content
     assert "secret pin" in response.json()["message"]
     page = get_pool()
-    value = page.run(_field_value(host.ws_url, BrowserSession.objects.get(pk=sid).target_id))
+    value = page.run(
+        _field_value(host.ws_url, BrowserSession.objects.get(pk=sid).target_id)
+    )
     assert value == "code 4711-hidden"
     missing = alice_client.post(
-        f"/sessions/api/{sid}/type", json.dumps({"text": "{{secret:nope}}"}),
+        f"/sessions/api/{sid}/type",
+        json.dumps({"text": "{{secret:nope}}"}),
         content_type="application/json",
     )
     assert missing.status_code == 400 and "nope" in missing.json()["error"]
@@ -139,14 +151,20 @@ async def _field_value(ws_url: str, target_id: str) -> str:
 
 
 def test_another_readers_session_is_refused(host, site, alice, bob, client):
-    sid = Sessions(available=unknown_memory).scrape(alice, site.url("/plain"), keep=True).session.pk
+    sid = (
+        Sessions(available=unknown_memory)
+        .scrape(alice, site.url("/plain"), keep=True)
+        .session.pk
+    )
     client.force_login(bob)
     assert client.get(f"/sessions/api/{sid}").status_code == 403
     assert client.get(f"/sessions/{sid}/").status_code == 404
     assert client.post(f"/sessions/api/{sid}/close").status_code == 403
 
 
-def test_the_reaper_closes_an_idle_page_and_says_why(host, site, alice, alice_client, clock):
+def test_the_reaper_closes_an_idle_page_and_says_why(
+    host, site, alice, alice_client, clock
+):
     sessions = Sessions(clock=clock, available=unknown_memory)
     sid = sessions.scrape(alice, site.url("/plain"), keep=True).session.pk
     reaper = Reaper(clock=clock, available=unknown_memory)
@@ -215,20 +233,27 @@ def test_an_open_while_another_is_opening_in_a_full_pool_answers_429(
     # Another request is opening a page: its reservation holds the only slot.
     slot = Sessions().registry().reserve(1)
     response = alice_client.post(
-        "/sessions/api/open", json.dumps({"url": site.url("/plain")}),
+        "/sessions/api/open",
+        json.dumps({"url": site.url("/plain")}),
         content_type="application/json",
     )
     assert response.status_code == 429
-    assert "1 browser session is open or opening and memory admits 1" in response.json()["error"]
+    assert (
+        "1 browser session is open or opening and memory admits 1"
+        in response.json()["error"]
+    )
     slot.release()
     again = alice_client.post(
-        "/sessions/api/open", json.dumps({"url": site.url("/plain")}),
+        "/sessions/api/open",
+        json.dumps({"url": site.url("/plain")}),
         content_type="application/json",
     )
     assert again.status_code == 201
 
 
-def test_opening_in_a_full_pool_reclaims_the_longest_idle_page(host, site, alice, settings):
+def test_opening_in_a_full_pool_reclaims_the_longest_idle_page(
+    host, site, alice, settings
+):
     settings.NEWSROOM_BROWSER_MAX_TABS = 2
     sessions = Sessions(available=unknown_memory)
     first = sessions.scrape(alice, site.url("/plain"), keep=True).session.pk
@@ -248,14 +273,17 @@ def test_a_private_address_is_refused_unless_allowed(host, site, alice, settings
     pool = get_pool()
     html = f"<img src='{site.url('/pixel.png')}'><title>embeds</title>"
     hits_before = list(site.hits)
-    state = pool.run(
-        pool.render(host.ws_url, "data:text/html," + html, [], None, 10)
-    )
+    state = pool.run(pool.render(host.ws_url, "data:text/html," + html, [], None, 10))
     assert state.title == "embeds"
-    assert "/pixel.png" not in site.hits[len(hits_before):]
+    assert "/pixel.png" not in site.hits[len(hits_before) :]
     assert any("private" in b for b in state.blocked)
     settings.NEWSROOM_ALLOW_PRIVATE_NETWORKS = True
-    assert Sessions(available=unknown_memory).scrape(alice, site.url("/plain"), keep=False).title == "plain"
+    assert (
+        Sessions(available=unknown_memory)
+        .scrape(alice, site.url("/plain"), keep=False)
+        .title
+        == "plain"
+    )
 
 
 def test_reap_sessions_logs_each_close_with_its_reason(host, site, alice):
@@ -264,7 +292,11 @@ def test_reap_sessions_logs_each_close_with_its_reason(host, site, alice):
     from django.core.management import call_command
     from django.utils import timezone
 
-    sid = Sessions(available=unknown_memory).scrape(alice, site.url("/plain"), keep=True).session.pk
+    sid = (
+        Sessions(available=unknown_memory)
+        .scrape(alice, site.url("/plain"), keep=True)
+        .session.pk
+    )
     BrowserSession.objects.filter(pk=sid).update(
         last_used_at=timezone.now() - timezone.timedelta(seconds=400)
     )
@@ -275,13 +307,58 @@ def test_reap_sessions_logs_each_close_with_its_reason(host, site, alice):
 
 
 def test_the_interact_view_acts_through_htmx(host, site, alice, alice_client):
-    sid = Sessions(available=unknown_memory).scrape(alice, site.url("/click"), keep=True).session.pk
+    sid = (
+        Sessions(available=unknown_memory)
+        .scrape(alice, site.url("/click"), keep=True)
+        .session.pk
+    )
     response = alice_client.post(
-        f"/sessions/{sid}/act/", {"action": "click", "selector": "#go"}, HTTP_HX_REQUEST="true"
+        f"/sessions/{sid}/act/",
+        {"action": "click", "selector": "#go"},
+        HTTP_HX_REQUEST="true",
     )
     assert response.status_code == 200
     assert b'id="panel"' in response.content and b"after" in response.content
     assert b"<html" not in response.content
+
+
+def test_a_navigation_away_is_reported(host, site, alice):
+    sessions = Sessions(available=unknown_memory)
+    sid = sessions.scrape(alice, site.url("/click"), keep=True).session.pk
+    outcome = sessions.act(alice, sid, "click", selector="#away")
+    assert outcome.url == site.url("/plain")
+    assert outcome.navigated == f"{site.url('/click')} -> {site.url('/plain')}"
+    assert outcome.message == f"the page navigated away to {site.url('/plain')}"
+    assert BrowserSession.objects.get(pk=sid).current_url == site.url("/plain")
+
+
+def test_a_scrape_not_kept_opens_its_page_on_first_use(host, site, alice):
+    sessions = Sessions(available=unknown_memory)
+    record = sessions.scrape(alice, site.url("/click"), keep=False).session
+    assert record.state == "not_opened"
+    outcome = sessions.act(alice, record.pk, "click", selector="#go")
+    assert outcome.title == "after"
+    assert BrowserSession.objects.get(pk=record.pk).state == "open"
+
+
+def test_a_dead_browser_is_relaunched_under_a_new_tag(chromium, db, settings):
+    from sessions_app import browser as host_mod
+    from sessions_app.models import BrowserHost
+
+    # The recorded browser answers nothing (it crashed): the next user launches one.
+    BrowserHost.objects.create(
+        pk=1, tag="deadbeef", endpoint="http://127.0.0.1:9", ws_url="ws://127.0.0.1:9/x"
+    )
+    fresh = host_mod.ensure_browser()
+    try:
+        assert fresh.tag not in ("", "deadbeef")
+        assert host_mod.probe(fresh)
+        assert (
+            host_mod.ensure_browser().pid == fresh.pid
+        )  # alive: reused, not relaunched
+    finally:
+        host_mod.stop_browser()
+    assert not host_mod.probe(fresh)
 
 
 # Last in the module: it stops the shared browser.
@@ -293,7 +370,9 @@ def test_shutdown_closes_every_page_with_its_reason(host, site, alice, bob):
     ]
     closed = Reaper(available=unknown_memory).shutdown()
     assert sorted(closed) == sorted(ids)
-    reasons = set(BrowserSession.objects.filter(pk__in=ids).values_list("reason", flat=True))
+    reasons = set(
+        BrowserSession.objects.filter(pk__in=ids).values_list("reason", flat=True)
+    )
     assert reasons == {"the server shut down"}
     host.refresh_from_db()
     assert host.tag == ""

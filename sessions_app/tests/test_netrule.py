@@ -33,7 +33,9 @@ def test_private_addresses_pass_when_allowed():
     check_url("http://127.0.0.1:8000/", allow_private=True)
 
 
-@pytest.mark.parametrize("url", ["file:///etc/passwd", "javascript:alert(1)", "http:///x"])
+@pytest.mark.parametrize(
+    "url", ["file:///etc/passwd", "javascript:alert(1)", "http:///x"]
+)
 def test_only_http_pages_with_a_host(url):
     with pytest.raises(Refused):
         check_url(url, allow_private=True)

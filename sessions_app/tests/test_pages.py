@@ -32,7 +32,9 @@ def test_the_sessions_page_shows_why_each_closed(alice, bob, alice_client):
 
 
 def test_secrets_are_sealed_and_never_shown(alice, alice_client):
-    response = alice_client.post("/sessions/secrets/", {"name": "pin", "value": "s3cr3t-value"})
+    response = alice_client.post(
+        "/sessions/secrets/", {"name": "pin", "value": "s3cr3t-value"}
+    )
     assert response.status_code == 302
     stored = ReaderSecret.objects.get(owner=alice, name="pin")
     assert "s3cr3t-value" not in stored.sealed
@@ -49,7 +51,9 @@ def test_a_readers_secrets_are_their_own(alice, bob, client):
 
 
 def test_a_bad_secret_name_is_refused(alice_client):
-    response = alice_client.post("/sessions/secrets/", {"name": "no spaces", "value": "v"})
+    response = alice_client.post(
+        "/sessions/secrets/", {"name": "no spaces", "value": "v"}
+    )
     assert response.status_code == 400
     assert not ReaderSecret.objects.exists()
 
@@ -80,7 +84,9 @@ def test_the_serve_role_is_configured(settings):
 @pytest.mark.django_db(transaction=True)
 def test_the_serve_role_sweeps_and_shuts_down(alice):
     # No browser is recorded: the role sweeps (closing nothing) and returns on stop.
-    record = Registry("aaaa0001").insert(alice, "https://a.test/", opened={"target_id": "t"})
+    record = Registry("aaaa0001").insert(
+        alice, "https://a.test/", opened={"target_id": "t"}
+    )
 
     async def main() -> None:
         stop = asyncio.Event()

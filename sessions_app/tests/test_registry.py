@@ -8,7 +8,14 @@ import pytest
 
 from sessions_app.models import BrowserHost, BrowserSession
 from sessions_app.reaper import Reaper
-from sessions_app.registry import Full, Registry, RegistryLimits, SessionError, new_tag, session_id
+from sessions_app.registry import (
+    Full,
+    Registry,
+    RegistryLimits,
+    SessionError,
+    new_tag,
+    session_id,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -25,7 +32,9 @@ class Clock:
 
 
 def registry(tag: str = "aaaa0001", clock=None) -> Registry:
-    return Registry(tag, limits=RegistryLimits(), max_record_bytes=4096, clock=clock or Clock())
+    return Registry(
+        tag, limits=RegistryLimits(), max_record_bytes=4096, clock=clock or Clock()
+    )
 
 
 def status(call) -> int | None:
@@ -63,7 +72,9 @@ def test_the_410_message_says_to_scrape_again(alice):
 
 def test_open_records_are_never_evicted(alice):
     reg = registry()
-    kept = reg.insert(alice, "https://a.test/", opened={"target_id": "t", "context_id": "c"})
+    kept = reg.insert(
+        alice, "https://a.test/", opened={"target_id": "t", "context_id": "c"}
+    )
     for _ in range(64):
         reg.insert(alice, "https://a.test/")
     assert reg.get(kept.pk, alice).state == BrowserSession.State.OPEN
@@ -93,7 +104,9 @@ def test_reservations_count_until_released():
         reg.reserve(1)
     assert caught.value.status == 429
     assert caught.value.taken == 1
-    assert "1 browser session is open or opening and memory admits 1" in str(caught.value)
+    assert "1 browser session is open or opening and memory admits 1" in str(
+        caught.value
+    )
     first.release()
     reg.reserve(1).release()
 

@@ -23,7 +23,9 @@ class Command(BaseCommand):
         if not once:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: stop.set())
-            self.stdout.write(f"Sweeping browser sessions every {sweep_interval():.0f} s")
+            self.stdout.write(
+                f"Sweeping browser sessions every {sweep_interval():.0f} s"
+            )
         while True:
             result = reaper.sweep()
             for sid, reason in result.closed:
