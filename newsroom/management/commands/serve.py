@@ -41,7 +41,8 @@ class Command(BaseCommand):
         url_host = f"[{host}]" if ":" in host else host
 
         def ready() -> None:
-            group.start()
+            # daphne calls this before the reactor (and its asyncio loop) runs.
+            reactor.callLater(0, group.start)
             names = ", ".join(s.name for s in group.services) or "none"
             self.stdout.write(
                 self.style.SUCCESS(f"Newsroom is serving on http://{url_host}:{port}/")
