@@ -58,9 +58,10 @@ class Pool:
         self._browser = None
         self._ws = ""
         self._pages: dict[str, Any] = {}  # target id -> Page, for this connection
-        self._blocked: dict[
-            int, list[str]
-        ] = {}  # id(page) -> refusals since last action
+        # id(page) -> the rule's refusals since the page's last action
+        self._blocked: dict[int, list[str]] = {}
+        self._guarded: set[int] = set()  # id(page) of pages routed through the rule
+        self._render_slots: asyncio.Semaphore | None = None
 
     # --- the loop thread ---
 
@@ -109,6 +110,8 @@ class Pool:
     async def _disconnect(self) -> None:
         browser, self._browser = self._browser, None
         self._pages.clear()
+        self._guarded.clear()
+        self._blocked.clear()
         if browser is not None:
             try:
                 await browser.close()  # disconnects; our kept contexts are not its own
@@ -143,31 +146,44 @@ class Pool:
         finally:
             await session.detach()
 
-    async def page(self, ws_url: str, target_id: str):
-        """The Page for `target_id` in this process, guarded; PageGone if none."""
+    async def page(self, ws_url: str, target_id: str, *, attempts: int = 1):
+        """The Page for `target_id` in this process, guarded; PageGone if none.
+
+        `attempts` > 1 waits a little for a page that is still attaching."""
         browser = await self.browser(ws_url)
-        page = self._pages.get(target_id)
-        if page is not None and not page.is_closed():
-            return page
+        for attempt in range(attempts):
+            page = self._pages.get(target_id)
+            if page is None:
+                page = await self._scan(browser, target_id)
+            if page is not None and not page.is_closed():
+                if id(page) not in self._guarded:
+                    await self._guard(page)
+                return page
+            if attempt + 1 < attempts:
+                await asyncio.sleep(0.05)
+        raise PageGone(target_id)
+
+    async def _scan(self, browser, target_id: str):
+        # Pages of contexts this connection did not create are listed under the
+        # default context; learn their target ids once and remember them.
+        known = {id(p) for p in self._pages.values()}
         for context in browser.contexts:
             for candidate in context.pages:
-                if candidate.is_closed() or candidate in self._pages.values():
+                if candidate.is_closed() or id(candidate) in known:
                     continue
                 try:
                     tid = await self._target_id(candidate)
                 except Exception:
                     continue
-                await self._guard(candidate)
                 self._pages[tid] = candidate
-                if tid == target_id:
-                    return candidate
-        raise PageGone(target_id)
+        return self._pages.get(target_id)
 
     async def _guard(self, page) -> None:
         """Route every request of the page through the private-network rule.
 
         Each process that drives the page adds its own route: routes belong to a
         connection and vanish with it."""
+        self._guarded.add(id(page))
         refusals = self._blocked.setdefault(id(page), [])
 
         async def check(route) -> None:
@@ -207,8 +223,14 @@ class Pool:
             page = await info.value
         finally:
             await session.detach()
-        await self._guard(page)
-        self._pages[target_id] = page
+        # Another process opening a page at the same moment may have been the
+        # page that appeared: check, and find ours by its target id if so.
+        if await self._target_id(page) != target_id:
+            self._pages.setdefault(await self._target_id(page), page)
+            page = await self.page(ws_url, target_id, attempts=100)
+        else:
+            self._pages[target_id] = page
+            await self._guard(page)
         return context_id, target_id, page
 
     async def dispose(self, ws_url: str, context_id: str) -> None:
@@ -225,6 +247,8 @@ class Pool:
         for tid, page in list(self._pages.items()):
             if page.is_closed():
                 del self._pages[tid]
+                self._guarded.discard(id(page))
+                self._blocked.pop(id(page), None)
 
     async def context_cookies(self, ws_url: str, context_ids: list[str]) -> list[dict]:
         session = await self._cdp(ws_url)
@@ -333,6 +357,20 @@ class Pool:
         timeout: float,
     ) -> PageState:
         """Render `url` in a throwaway context carrying `cookies`; the DOM and final URL."""
+        if self._render_slots is None:
+            # One render at a time: the tab the capacity formula leaves free.
+            self._render_slots = asyncio.Semaphore(1)
+        async with self._render_slots:
+            return await self._render(ws_url, url, cookies, wait_for, timeout)
+
+    async def _render(
+        self,
+        ws_url: str,
+        url: str,
+        cookies: list[dict],
+        wait_for: str | None,
+        timeout: float,
+    ) -> PageState:
         browser = await self.browser(ws_url)
         context = await browser.new_context(viewport={"width": 1280, "height": 800})
         try:
@@ -343,7 +381,9 @@ class Pool:
             await self.load(page, url, wait_for, timeout)
             return await self.state(page, html=True)
         finally:
-            self._blocked.pop(id(context), None)
+            for page in context.pages:
+                self._guarded.discard(id(page))
+                self._blocked.pop(id(page), None)
             await context.close()
 
 
