@@ -90,6 +90,7 @@ def test_clicking_the_screenshot_clicks_the_page(host, site, alice, alice_client
     assert b'type="image"' in page.content and b"after" in page.content
 
 
+@pytest.mark.slow
 def test_a_kept_page_survives_between_processes(host, site, alice):
     sessions = Sessions(available=unknown_memory)
     record = sessions.scrape(alice, site.url("/click"), keep=True).session
@@ -205,6 +206,7 @@ def test_the_session_ttl_closes_with_its_reason(host, site, alice, clock):
     assert closed == [(sid, "it reached the session limit of 600 s")]
 
 
+@pytest.mark.slow
 def test_memory_pressure_closes_the_heaviest_readers_longest_idle_page(
     host, site, alice, bob, clock, settings
 ):
