@@ -56,6 +56,8 @@ class BrowserSession(models.Model):
     created_at = models.DateTimeField()
     opened_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
+    # Set while an action runs on the page: the reaper leaves a busy page alone.
+    busy_since = models.DateTimeField(null=True, blank=True)
     closed_at = models.DateTimeField(null=True, blank=True)
     current_url = models.URLField(max_length=2000, blank=True)
     title = models.CharField(max_length=500, blank=True)

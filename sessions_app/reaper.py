@@ -75,8 +75,11 @@ class Reaper:
                 log.warning("cannot list the browser's pages: %s", e)
         now = self.clock()
         ttl = settings.NEWSROOM_SESSION_TTL
+        busy = 0
         for record in records:
-            if not alive or record.tag != host.tag:
+            if reg.is_busy(record):
+                busy += 1  # an action is running on it: holds a slot, not closed
+            elif not alive or record.tag != host.tag:
                 closings.append(Closing(record, "the browser exited"))
             elif targets is not None and record.target_id not in targets:
                 closings.append(Closing(record, "its page was closed in the browser"))
@@ -88,18 +91,18 @@ class Reaper:
                 idle.append(record)
         if host is None or not alive:
             return closings, SweepResult(cap=0)
-        room = host_mod.measure_room(host, len(idle), self.available())
-        cap = session_cap(room, len(idle))
+        room = host_mod.measure_room(host, len(idle) + busy, self.available())
+        cap = session_cap(room, len(idle) + busy)
         idle.sort(key=lambda r: r.last_used_at or now)
         waits = [(now - (r.last_used_at or now)).total_seconds() for r in idle]
-        others = extra + reg.pending()
+        others = busy + extra + reg.pending()
         count = reclaim_count(waits, others, settings.NEWSROOM_SESSION_IDLE, cap)
         # How many close follows from idle times; which ones, from accounts: the
         # reader holding the most pages yields first, so one reader opening many
         # cannot push out everyone else's.
         held = Counter(r.owner_id for r in idle)
         idle.sort(key=lambda r: (-held[r.owner_id], r.last_used_at or now))
-        open_pages = len(idle)
+        open_pages = len(idle) + busy
         for record in idle[:count]:
             waited = (now - (record.last_used_at or now)).total_seconds()
             closings.append(

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Sum
+from django.db.models import Q, Sum
 from django.utils import timezone
 
 from sessions_app.models import BrowserHost, BrowserSession, SessionReservation
@@ -25,6 +25,8 @@ State = BrowserSession.State
 
 # A reservation left by a process that died while opening stops counting after this.
 RESERVATION_TIMEOUT = timedelta(minutes=2)
+# Likewise a busy mark left by a process that died mid-action.
+BUSY_TIMEOUT = timedelta(minutes=2)
 # Per-record overhead on top of its strings: the row, its indexes, its dates.
 RECORD_OVERHEAD = 400
 
@@ -187,23 +189,38 @@ class Registry:
         self, sid: str, reason: str, *, expect_used: datetime | None = None
     ) -> bool:
         """Open -> gone with `reason`. With `expect_used`, only if the page was not
-        used since (the reaper's decision is stale otherwise). True if it closed."""
+        used since and is not in use (the reaper's decision is stale otherwise).
+        True if it closed."""
         now = self.clock()
         rows = BrowserSession.objects.filter(pk=sid).exclude(state=State.GONE)
         if expect_used is not None:
-            rows = rows.filter(state=State.OPEN, last_used_at=expect_used)
+            rows = rows.filter(state=State.OPEN, last_used_at=expect_used).filter(
+                Q(busy_since__isnull=True) | Q(busy_since__lte=now - BUSY_TIMEOUT)
+            )
         changed = rows.update(
-            state=State.GONE, reason=reason, closed_at=now, queued_ns=time.time_ns()
+            state=State.GONE,
+            reason=reason,
+            closed_at=now,
+            busy_since=None,
+            queued_ns=time.time_ns(),
         )
         self.evict()
         return changed == 1
 
-    def touch(self, record: BrowserSession, **fields) -> None:
+    def touch(self, record: BrowserSession, *, busy: bool = False, **fields) -> None:
+        """The page was used now; `busy` marks an action starting (False ends it)."""
         record.last_used_at = self.clock()
+        record.busy_since = record.last_used_at if busy else None
         for key, value in fields.items():
             setattr(record, key, value)
         BrowserSession.objects.filter(pk=record.pk, state=State.OPEN).update(
-            last_used_at=record.last_used_at, **fields
+            last_used_at=record.last_used_at, busy_since=record.busy_since, **fields
+        )
+
+    def is_busy(self, record: BrowserSession) -> bool:
+        return (
+            record.busy_since is not None
+            and record.busy_since > self.clock() - BUSY_TIMEOUT
         )
 
     def open_records(self) -> list[BrowserSession]:

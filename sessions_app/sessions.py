@@ -184,20 +184,26 @@ class Sessions:
             )
         if record.state == BrowserSession.State.NOT_OPENED:
             self._open(host, reg, record, html=False)
-        reg.touch(record)
+        reg.touch(record, busy=True)
         before = record.current_url
         try:
             png, state = self._call(
                 self._act(host.ws_url, record.target_id, action, params)
             )
+        except SessionError as e:
+            reg.touch(record)
+            if action == "type":  # an error must not carry what was typed
+                raise SessionError(e.status, _scrub(str(e), params["text"])) from None
+            raise
         except PageGone:
             reg.mark_closed(sid, "its page was closed in the browser")
             raise SessionError(
                 410,
                 f"browser session {sid} is closed: its page was closed in the browser; scrape the page again",
             ) from None
-        except ActionFailed as e:
-            raise SessionError(422, str(e)) from None
+        except BaseException:
+            reg.touch(record)
+            raise
         reg.touch(record, current_url=state.url[:2000], title=state.title[:500])
         navigated = f"{before} -> {state.url}" if before and state.url != before else ""
         if navigated and not message:
@@ -251,6 +257,12 @@ class Sessions:
             raise SessionError(422, str(e)) from None
         except TimeoutError:
             raise SessionError(504, "the browser did not answer in time") from None
+
+
+def _scrub(message: str, typed: str) -> str:
+    if typed:
+        message = message.replace(typed, "[typed text]")
+    return message
 
 
 def _checked(url: str) -> None:

@@ -196,6 +196,23 @@ def test_a_page_used_after_the_reclaim_decision_stays_open(host, site, alice, cl
     assert BrowserSession.objects.get(pk=sid).state == "open"
 
 
+def test_a_busy_page_holds_its_slot_and_is_not_reclaimed(
+    host, site, alice, clock, settings
+):
+    sessions = Sessions(clock=clock, available=unknown_memory)
+    busy = sessions.scrape(alice, site.url("/plain"), keep=True).session
+    idle = sessions.scrape(alice, site.url("/plain"), keep=True).session
+    clock.advance(5)
+    sessions.registry().touch(busy, busy=True)  # an action is running on it
+    clock.advance(10)
+    # Memory is short: every idle page must go, the busy one still counts.
+    settings.NEWSROOM_BROWSER_RESERVE_MB = 1024
+    result = Reaper(clock=clock, available=lambda: 1023).sweep()
+    assert [sid for sid, _ in result.closed] == [idle.pk]
+    assert "2 sessions were open" in result.closed[0][1]
+    assert BrowserSession.objects.get(pk=busy.pk).state == "open"
+
+
 def test_the_session_ttl_closes_with_its_reason(host, site, alice, clock):
     sessions = Sessions(clock=clock, available=unknown_memory)
     sid = sessions.scrape(alice, site.url("/plain"), keep=True).session.pk

@@ -161,3 +161,17 @@ def test_a_dead_browser_closes_its_sessions(alice):
     assert result.closed == [(record.pk, "the browser exited")]
     record.refresh_from_db()
     assert (record.state, record.reason) == ("gone", "the browser exited")
+
+
+def test_a_page_in_use_is_not_reclaimed_until_its_mark_goes_stale(alice):
+    clock = Clock()
+    reg = registry(clock=clock)
+    record = reg.insert(alice, "https://a.test/", opened={"target_id": "t"})
+    reg.touch(record, busy=True)  # an action starts
+    used = record.last_used_at
+    clock.advance(60)
+    assert reg.is_busy(record)
+    assert not reg.mark_closed(record.pk, "idle", expect_used=used)
+    clock.advance(61)  # the process running the action died: the mark expires
+    assert not reg.is_busy(record)
+    assert reg.mark_closed(record.pk, "idle", expect_used=used)
