@@ -115,7 +115,12 @@ class Sessions:
                 record, state.url, state.title, html=state.html, blocked=state.blocked
             )
         record = reg.insert(owner, url, options)
-        return self._open(host, reg, record, html=True)
+        try:
+            return self._open(host, reg, record, html=True)
+        except SessionError as e:
+            # Kept with its reason, so the sessions page says what happened.
+            reg.mark_closed(record.pk, f"it could not be opened: {e}")
+            raise
 
     def _open(
         self, host, reg: Registry, record: BrowserSession, *, html: bool

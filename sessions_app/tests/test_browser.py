@@ -261,6 +261,8 @@ def test_an_open_while_another_is_opening_in_a_full_pool_answers_429(
         "1 browser session is open or opening and memory admits 1"
         in response.json()["error"]
     )
+    refused = BrowserSession.objects.get(state="gone")
+    assert refused.reason.startswith("it could not be opened: 1 browser session is open")
     slot.release()
     again = alice_client.post(
         "/sessions/api/open",
