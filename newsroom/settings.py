@@ -150,7 +150,9 @@ if NEWSROOM_RUN_WORKER not in ("inprocess", "external"):
     raise SettingError(
         f"NEWSROOM_RUN_WORKER={NEWSROOM_RUN_WORKER!r}: use inprocess or external"
     )
-# NEWSROOM_SERVICES += ["newsroom.runs.worker.service"]  (enabled with the executor)
+NEWSROOM_SERVICES += ["newsroom.runs.worker.service"]
+# httpx logs every request at INFO: hundreds of lines per run.
+LOGGING["loggers"]["httpx"] = {"level": "WARNING"}
 
 # --- browser sessions ---
 # Chromium: empty means the system one (/usr/bin/chromium), else Playwright's own.

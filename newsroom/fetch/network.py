@@ -21,6 +21,7 @@ import httpcore
 import httpx
 
 from newsroom.fetch.addresses import blocked_reason
+from newsroom.fetch.pool import LeanConnectionPool, SocketCachingStream
 
 # async def resolve(host, port) -> list of IP address strings
 Resolver = Callable[[str, int], Awaitable[list[str]]]
@@ -97,13 +98,14 @@ class PinnedBackend(httpcore.AsyncNetworkBackend):
         last: Exception | None = None
         for address in addresses:
             try:
-                return await self._inner.connect_tcp(
+                stream = await self._inner.connect_tcp(
                     address,
                     port,
                     timeout=timeout,
                     local_address=local_address,
                     socket_options=socket_options,
                 )
+                return SocketCachingStream(stream)
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as e:
                 last = e
         assert last is not None
@@ -128,7 +130,7 @@ class SafeTransport(httpx.AsyncHTTPTransport):
         self.backend = PinnedBackend(allow_private=allow_private, resolver=resolver)
         # httpx builds its pool without a way to pass a network backend; build
         # the same pool with ours (the pool is httpcore's public API).
-        self._pool = httpcore.AsyncConnectionPool(
+        self._pool = LeanConnectionPool(
             ssl_context=self._pool._ssl_context,
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,

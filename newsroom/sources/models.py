@@ -60,6 +60,8 @@ class Source(models.Model):
     next_attempt_at = models.DateTimeField(null=True, blank=True)
     etag = models.CharField(max_length=500, blank=True)
     last_modified = models.CharField(max_length=100, blank=True)
+    # Set when the server answered Retry-After: no run fetches it before then.
+    retry_after = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["title", "url"]

@@ -6,6 +6,7 @@ server's own threads, so a slow route never blocks the test's event loop.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import threading
 import time
@@ -29,6 +30,7 @@ class Request:
     path: str
     query: str
     headers: dict[str, str]
+    client_port: int = 0
 
 
 Route = Callable[[Request], Reply] | Reply
@@ -44,7 +46,10 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         parts = urlsplit(self.path)
         request = Request(
-            parts.path, parts.query, {k.lower(): v for k, v in self.headers.items()}
+            parts.path,
+            parts.query,
+            {k.lower(): v for k, v in self.headers.items()},
+            self.client_address[1],
         )
         self.server.requests.append(request)
         route = self.server.routes.get(parts.path)
@@ -124,6 +129,26 @@ def rss(n: int = 3, title: str = "Local feed", pad: int = 0) -> bytes:
     ).encode()
 
 
+@functools.lru_cache(maxsize=4)
 def gzip_bomb(inflated: int) -> bytes:
     """`inflated` zero bytes, gzipped: about a thousandth of that on the wire."""
     return gzip.compress(b"\0" * inflated, compresslevel=9)
+
+
+def client_trusting(trusted: set[str], resolver):
+    """A fetch client that checks addresses as production does, except for the
+    `trusted` host names (mapped by `resolver` to the local server): stand-ins
+    for public sites, so tests can reach them while every other host, and every
+    redirect hop, is held to the private-network rules."""
+    from newsroom.fetch import make_client
+
+    client = make_client(allow_private=False, resolver=resolver)
+    backend = client._transport.backend
+    original = backend.checked_addresses
+
+    async def checked(host, port):
+        backend.allow_private = host in trusted
+        return await original(host, port)
+
+    backend.checked_addresses = checked
+    return client

@@ -7,7 +7,7 @@ import gzip
 import pytest
 
 from newsroom.fetch import FetchError, fetch, fetch_sync, make_client
-from newsroom.fetch.tests.server import Reply, gzip_bomb, rss
+from newsroom.fetch.tests.server import Reply, client_trusting, gzip_bomb, rss
 
 MiB = 1024 * 1024
 # The local server is on loopback: allow it explicitly, except in the tests of blocking.
@@ -135,28 +135,13 @@ async def test_a_redirect_loop_stops_after_ten(server):
     assert str(error) == "too many redirects (11) (a redirect loop)"
 
 
-def _client_trusting(trusted: str, resolver):
-    """A client that lets `trusted` (mapped to the local server) through but
-    checks every other host as production does: a stand-in for a public site."""
-    client = make_client(allow_private=False, resolver=resolver)
-    backend = client._transport.backend
-    original = backend.checked_addresses
-
-    async def checked(host, port):
-        backend.allow_private = host == trusted
-        return await original(host, port)
-
-    backend.checked_addresses = checked
-    return client
-
-
 async def test_a_redirect_to_loopback_is_blocked_when_private_networks_are_off(server):
     async def resolver(host, port):
         return ["127.0.0.1"]
 
     server.route("/go", Reply(302, headers={"Location": server.url("/secret")}))
     server.route("/secret", Reply(body=b"internal"))
-    client = _client_trusting("feeds.example", resolver)
+    client = client_trusting({"feeds.example"}, resolver)
     try:
         error = await _error(f"http://feeds.example:{server.port}/go", client=client)
     finally:
@@ -181,7 +166,7 @@ async def test_each_redirect_hop_is_rechecked(server):
     server.route(
         "/r", Reply(302, headers={"Location": f"http://inside.example:{server.port}/x"})
     )
-    client = _client_trusting("feeds.example", resolver)
+    client = client_trusting({"feeds.example"}, resolver)
     try:
         error = await _error(f"http://feeds.example:{server.port}/r", client=client)
     finally:
@@ -351,3 +336,17 @@ async def test_a_foreign_client_is_refused():
     async with httpx.AsyncClient() as client:
         with pytest.raises(TypeError):
             await fetch("http://example.org/", client=client)
+
+
+async def test_a_shared_client_reuses_connections_within_its_limit(server):
+    import asyncio
+
+    url = server.route("/keep", Reply(body=b"alive", delay=0.01))
+    client = make_client(allow_private=True, max_connections=4)
+    try:
+        results = await asyncio.gather(*(fetch(url, client=client) for _ in range(40)))
+    finally:
+        await client.aclose()
+    assert all(r.body == b"alive" for r in results)
+    ports = {r.client_port for r in server.requests}
+    assert 1 <= len(ports) <= 4  # 40 requests over at most 4 kept-alive connections

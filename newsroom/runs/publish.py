@@ -1,0 +1,82 @@
+"""Publishing run-status changes to the channel layer, in order, off the hot path.
+
+The executor hands every change to `publish` (no await, no I/O); one task per
+process sends them to the group `run.<id>` in the order they were made. A
+channel layer that fails is logged once and skipped: live viewers then see a
+gap in `seq` and reload the saved snapshot, so nothing is lost for good.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from channels.layers import get_channel_layer
+
+log = logging.getLogger(__name__)
+
+# A backlog beyond this means the layer cannot keep up: drop rather than grow.
+MAX_BACKLOG = 50_000
+
+
+def group_for(run_id: int) -> str:
+    return f"run.{run_id}"
+
+
+def exec_group_for(run_id: int) -> str:
+    """The group the process executing a run listens on for fold/model updates."""
+    return f"run.{run_id}.exec"
+
+
+class Publisher:
+    def __init__(self, layer: Any = None) -> None:
+        self.layer = layer if layer is not None else get_channel_layer()
+        self._queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self._task: asyncio.Task | None = None
+        self._failed = False
+        self.sent = 0
+        self.dropped = 0
+
+    def start(self) -> None:
+        if self.layer is not None and self._task is None:
+            self._task = asyncio.get_running_loop().create_task(
+                self._send_loop(), name="runs:publisher"
+            )
+
+    def publish(self, change: dict[str, Any]) -> None:
+        if self.layer is None:
+            return
+        if self._queue.qsize() >= MAX_BACKLOG:
+            self.dropped += 1
+            return
+        self._queue.put_nowait(change)
+
+    async def _send_loop(self) -> None:
+        while True:
+            change = await self._queue.get()
+            if change is None:
+                return
+            try:
+                await self.layer.group_send(
+                    group_for(change["run"]), {"type": "run.change", "change": change}
+                )
+                self.sent += 1
+            except Exception:
+                self.dropped += 1
+                if not self._failed:
+                    self._failed = True
+                    log.exception(
+                        "publishing run changes failed; live views will reload"
+                    )
+
+    async def close(self, timeout: float = 5.0) -> None:
+        """Send what is queued (up to `timeout`), then stop."""
+        if self._task is None:
+            return
+        self._queue.put_nowait(None)
+        try:
+            await asyncio.wait_for(asyncio.shield(self._task), timeout)
+        except TimeoutError:
+            self._task.cancel()
+        self._task = None

@@ -1,0 +1,109 @@
+"""Carry fold outcomes and briefing progress into the run they belong to.
+
+Wherever the signal fires (the fold worker's thread in `serve`, or a separate
+fold_worker process), the update reaches the run's status:
+1. the run executes in this process: straight onto its loop (live.deliver_local);
+2. it runs in another process: over the channel layer to `run.<id>.exec`, which
+   that process listens on;
+3. it is not running (finished, interrupted): into the saved Run.status, under a
+   row lock, and the change is published for anyone watching.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+from django.dispatch import receiver
+
+from fold_app.signals import delivery_folded
+from newsroom.briefing.signals import briefing_progress
+from newsroom.runs import live
+from newsroom.runs.models import Run
+from newsroom.runs.publish import exec_group_for, group_for
+from newsroom.runs.status import RunStatus
+
+log = logging.getLogger(__name__)
+
+
+@receiver(delivery_folded, dispatch_uid="runs.fold_outcome")
+def on_delivery_folded(
+    sender, delivery, items: int = 0, new_items: int = 0, **kwargs
+) -> None:
+    if not delivery.run_id:
+        return
+    payload = {"source": delivery.source_id, "items": int(items), "new": int(new_items)}
+    _guarded(deliver, delivery.run_id, "fold", payload)
+
+
+@receiver(briefing_progress, dispatch_uid="runs.model_progress")
+def on_briefing_progress(
+    sender, run_id=None, progress=None, message=None, **kwargs
+) -> None:
+    if run_id is None:
+        return
+    _guarded(
+        deliver, run_id, "model", {"progress": dict(progress or {}), "message": message}
+    )
+
+
+def _guarded(func, *args) -> None:
+    # A receiver must never break the sender (the fold worker, the briefing).
+    try:
+        func(*args)
+    except Exception:
+        log.exception("could not carry an update into run %s", args[0])
+
+
+def deliver(run_id: int, kind: str, payload: dict[str, Any]) -> str:
+    """Route one update to the run's status; returns where it went (for tests):
+    "local", "remote", "saved" or "gone"."""
+    if live.deliver_local(run_id, kind, payload):
+        return "local"
+    state = Run.objects.filter(pk=run_id).values_list("state", flat=True).first()
+    if state is None:
+        return "gone"
+    if state == Run.State.RUNNING:
+        _send(exec_group_for(run_id), {"type": f"run.{kind}", **payload})
+        return "remote"
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        if run.state == Run.State.RUNNING:  # it started meanwhile
+            _send(exec_group_for(run_id), {"type": f"run.{kind}", **payload})
+            return "remote"
+        status = RunStatus.from_json(run.status or {}, run.pk, run.reader_id)
+        change = apply_to(status, kind, payload)
+        if change is None:
+            return "saved"
+        run.status = status.to_json()
+        run.save(update_fields=["status"])
+    _send(group_for(run_id), {"type": "run.change", "change": change})
+    return "saved"
+
+
+def apply_to(status: RunStatus, kind: str, payload: dict[str, Any]):
+    if kind == "fold":
+        entry = status.sources.get(payload["source"])
+        if entry is None:
+            return None
+        category = payload.get("category") or entry.get("category", "")
+        return status.fold_outcome(
+            payload["source"], payload["items"], payload["new"], category
+        )
+    return status.set_model(payload["progress"], payload.get("message"))
+
+
+def _send(group: str, message: dict[str, Any]) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        async_to_sync(layer.group_send)(group, message)
+        return
+    loop.create_task(layer.group_send(group, message))

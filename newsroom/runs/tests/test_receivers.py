@@ -1,0 +1,151 @@
+"""Fold outcomes and briefing progress reach the run's status, wherever it runs."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+
+from fold_app.models import Delivery
+from fold_app.signals import delivery_folded
+from newsroom.briefing.signals import briefing_progress
+from newsroom.runs import live
+from newsroom.runs.models import Run
+from newsroom.runs.publish import Publisher, exec_group_for, group_for
+from newsroom.runs.receivers import deliver
+from newsroom.runs.status import RunStatus
+from newsroom.runs.tests.helpers import add_source
+
+
+def _run_with_source(reader, state: str) -> tuple[Run, object]:
+    source = add_source(reader, "https://feeds.example/x", "Feed")
+    run = Run.objects.create(reader=reader, state=state)
+    status = RunStatus(run.pk, reader.pk)
+    status.add_source(source.pk, "Feed", "World")
+    status.report(source.pk, "ok", message="Feed: ok")
+    run.status = status.to_json()
+    run.save()
+    return run, source
+
+
+@pytest.mark.django_db
+def test_a_fold_outcome_for_a_finished_run_goes_into_its_saved_status(alice):
+    run, source = _run_with_source(alice, "done")
+    delivery = Delivery.objects.create(
+        source=source, run=run, received_at=run.created_at, body=b"<rss/>"
+    )
+    delivery_folded.send(sender=Delivery, delivery=delivery, items=12, new_items=5)
+    run.refresh_from_db()
+    entry = run.status["sources"][0]
+    assert (entry["count"], entry["new"]) == (12, 5)
+    assert (run.status["items"], run.status["new_items"]) == (12, 5)
+    assert run.status["items_by_category"] == {"World": 5}
+
+
+@pytest.mark.django_db
+def test_model_progress_for_a_finished_run_goes_into_its_saved_status(alice):
+    run, _ = _run_with_source(alice, "done")
+    progress = {
+        "stage": "writing",
+        "words": 120,
+        "heading": "World",
+        "engine": "analyst",
+    }
+    briefing_progress.send(
+        sender=None, run_id=run.pk, progress=progress, message="Writing"
+    )
+    run.refresh_from_db()
+    assert run.status["model"] == progress
+    assert run.status["log"][-1]["msg"] == "Writing"
+
+
+@pytest.mark.django_db
+def test_progress_without_a_run_is_ignored(alice):
+    briefing_progress.send(sender=None, run_id=None, progress={"stage": "x"})
+
+
+async def test_an_update_for_a_run_in_this_process_lands_on_its_loop():
+    applied = []
+
+    class Fake:
+        loop = asyncio.get_running_loop()
+
+        def apply_update(self, kind, payload):
+            applied.append((kind, payload))
+
+    live.register(4242, Fake())
+    try:
+        # From another thread, as the fold worker would send it.
+        where = await asyncio.to_thread(
+            deliver, 4242, "fold", {"source": 1, "items": 3, "new": 1}
+        )
+        await asyncio.sleep(0)
+    finally:
+        live.unregister(4242)
+    assert where == "local"
+    assert applied == [("fold", {"source": 1, "items": 3, "new": 1})]
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_an_update_for_a_run_in_another_process_goes_over_the_channel_layer(
+    alice,
+):
+    run, source = await sync_to_async(_run_with_source)(alice, "running")
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    await layer.group_add(exec_group_for(run.pk), channel)
+    where = await sync_to_async(deliver)(
+        run.pk, "fold", {"source": source.pk, "items": 2, "new": 2}
+    )
+    assert where == "remote"
+    message = await asyncio.wait_for(layer.receive(channel), 5)
+    assert message == {"type": "run.fold", "source": source.pk, "items": 2, "new": 2}
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_changes_are_published_to_the_run_group_in_order(alice):
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    await layer.group_add(group_for(77), channel)
+    publisher = Publisher(layer)
+    publisher.start()
+    status = RunStatus(77, alice.pk)
+    changes = [status.add_source(n, f"s{n}") for n in range(20)]
+    for change in changes:
+        publisher.publish(change)
+    await publisher.close()
+    received = [await asyncio.wait_for(layer.receive(channel), 5) for _ in changes]
+    assert [m["type"] for m in received] == ["run.change"] * 20
+    assert [m["change"]["seq"] for m in received] == list(range(1, 21))
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_running_executor_applies_fold_outcomes_sent_from_another_process(
+    alice, server, web
+):
+    from newsroom.fetch.tests.server import Reply, rss
+    from newsroom.runs.executor import RunExecutor
+    from newsroom.runs.worker import claim_run, queue_run, worker_tag
+
+    server.route("/slow", Reply(body=rss(), delay=1.0))
+    source = await sync_to_async(add_source)(alice, web.url("/slow"), "Slow feed")
+    run = await sync_to_async(queue_run)(alice)
+    assert await sync_to_async(claim_run)(run, worker_tag())
+    client = web.client()
+    executor = RunExecutor(run, client=client)
+    task = asyncio.create_task(executor.execute())
+    try:
+        await asyncio.wait_for(executor.listening.wait(), 10)
+        # What deliver() sends from a fold worker in another process.
+        await get_channel_layer().group_send(
+            exec_group_for(run.pk),
+            {"type": "run.fold", "source": source.pk, "items": 7, "new": 3},
+        )
+        status = await asyncio.wait_for(task, 30)
+    finally:
+        await client.aclose()
+    assert status.sources[source.pk]["count"] == 7 and status.new_items == 3
+    await sync_to_async(run.refresh_from_db)()
+    assert run.status["items"] == 7 and run.status["sources"][0]["state"] == "ok"
