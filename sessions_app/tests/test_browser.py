@@ -262,7 +262,9 @@ def test_an_open_while_another_is_opening_in_a_full_pool_answers_429(
         in response.json()["error"]
     )
     refused = BrowserSession.objects.get(state="gone")
-    assert refused.reason.startswith("it could not be opened: 1 browser session is open")
+    assert refused.reason.startswith(
+        "it could not be opened: 1 browser session is open"
+    )
     slot.release()
     again = alice_client.post(
         "/sessions/api/open",
@@ -380,6 +382,31 @@ def test_a_dead_browser_is_relaunched_under_a_new_tag(chromium, db, settings):
     finally:
         host_mod.stop_browser()
     assert not host_mod.probe(fresh)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_browser_source_run_journals_the_rendered_links(host, site, alice):
+    from fold_app.models import Delivery
+    from newsroom.runs.executor import RunExecutor
+    from newsroom.runs.models import Run
+    from newsroom.runs.worker import claim_run, queue_run, worker_tag
+
+    Source.objects.create(
+        reader=alice,
+        kind="browser",
+        url=site.url("/js"),
+        title="app",
+        link_pattern=r"/story/\d+$",
+    )
+    run = queue_run(alice, Run.Trigger.MANUAL)
+    assert claim_run(run, worker_tag())
+    async_to_sync(RunExecutor(run, listen=False).execute)()
+    run.refresh_from_db()
+    assert [s["state"] for s in run.status["sources"]] == ["ok"]
+    delivery = Delivery.objects.get()
+    assert delivery.kind == "browser"
+    entries = json.loads(bytes(delivery.body))["entries"]
+    assert [e["title"] for e in entries] == ["First story", "Second story"]
 
 
 # Last in the module: it stops the shared browser.
