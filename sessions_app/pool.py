@@ -295,7 +295,25 @@ class Pool:
         refusals.clear()
         return taken
 
+    async def _recheck(self, page) -> str | None:
+        """Where the page ended up must pass the rule too: a redirect of the main
+        document is not shown to routes, so a public page could forward the
+        browser inside. A refused page is left for about:blank; the refusal."""
+        url = page.url
+        if not url.startswith(("http:", "https:")):
+            return None
+        try:
+            await acheck_url(
+                url, allow_private=settings.NEWSROOM_ALLOW_PRIVATE_NETWORKS
+            )
+        except Refused as e:
+            self._blocked.setdefault(id(page), []).append(str(e))
+            await page.goto("about:blank")
+            return str(e)
+        return None
+
     async def state(self, page, *, html: bool = False) -> PageState:
+        await self._recheck(page)
         return PageState(
             url=page.url,
             title=await page.title(),
@@ -379,6 +397,9 @@ class Pool:
             page = await context.new_page()
             await self._guard(page)
             await self.load(page, url, wait_for, timeout)
+            refused = await self._recheck(page)
+            if refused:
+                raise ActionFailed(refused)
             return await self.state(page, html=True)
         finally:
             for page in context.pages:

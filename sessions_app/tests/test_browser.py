@@ -300,6 +300,14 @@ def test_a_private_address_is_refused_unless_allowed(host, site, alice, settings
     assert state.title == "embeds"
     assert "/pixel.png" not in site.hits[len(hits_before) :]
     assert any("private" in b for b in state.blocked)
+    # A kept page that ended up on a refused address is taken off it.
+    settings.NEWSROOM_ALLOW_PRIVATE_NETWORKS = True
+    sessions = Sessions(available=unknown_memory)
+    sid = sessions.scrape(alice, site.url("/plain"), keep=True).session.pk
+    settings.NEWSROOM_ALLOW_PRIVATE_NETWORKS = False
+    outcome = sessions.act(alice, sid, "state")
+    assert outcome.url == "about:blank"
+    assert any("private" in b for b in outcome.blocked)
     settings.NEWSROOM_ALLOW_PRIVATE_NETWORKS = True
     assert (
         Sessions(available=unknown_memory)
