@@ -186,3 +186,19 @@ NEWSROOM_LIVE_CACHE_SIZE = env_int("NEWSROOM_LIVE_CACHE_SIZE", 20_000, minimum=1
 # (recoverable from the snapshot, but a second late). Redis keeps its own setting.
 if CHANNEL_LAYERS["default"]["BACKEND"].endswith("InMemoryChannelLayer"):
     CHANNEL_LAYERS["default"].setdefault("CONFIG", {}).setdefault("capacity", 10_000)
+
+# --- browser sessions ---
+# Chromium: empty means the system one (/usr/bin/chromium), else Playwright's own.
+NEWSROOM_BROWSER_PATH = env_str("NEWSROOM_BROWSER_PATH", "")
+# CDP port on 127.0.0.1 for the shared browser; 0 lets Chromium pick a free one.
+NEWSROOM_BROWSER_PORT = env_int("NEWSROOM_BROWSER_PORT", 0, minimum=0, maximum=65535)
+NEWSROOM_BROWSER_MAX_TABS = env_int("NEWSROOM_BROWSER_MAX_TABS", 16, minimum=1)
+NEWSROOM_BROWSER_RESERVE_MB = env_int("NEWSROOM_BROWSER_RESERVE_MB", 1024, minimum=0)
+# Per kept page until the pool has measured one (a context plus a simple page).
+NEWSROOM_BROWSER_TAB_MB = env_int("NEWSROOM_BROWSER_TAB_MB", 85, minimum=1)
+NEWSROOM_BROWSER_TIMEOUT = env_float("NEWSROOM_BROWSER_TIMEOUT", 30.0, minimum=1.0)
+NEWSROOM_SESSION_IDLE = env_float("NEWSROOM_SESSION_IDLE", 300.0, minimum=1.0)
+NEWSROOM_SESSION_TTL = env_float("NEWSROOM_SESSION_TTL", 600.0, minimum=1.0)
+# The reaper sweeps every NEWSROOM_SESSION_IDLE x this fraction.
+NEWSROOM_SESSION_SWEEP_FRACTION = env_float("NEWSROOM_SESSION_SWEEP_FRACTION", 0.1, minimum=0.001)
+NEWSROOM_SERVICES += ["sessions_app.reaper.service"]

@@ -26,4 +26,5 @@ urlpatterns = [
     path("sources/", include("newsroom.sources.urls")),
     path("runs/", include("newsroom.runs.urls")),
     path("briefings/", include("newsroom.briefing.urls")),
+    path("sessions/", include("sessions_app.urls")),
 ]

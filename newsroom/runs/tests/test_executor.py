@@ -151,8 +151,10 @@ def _make_sources(reader, web):
 
 
 async def test_every_bad_input_is_a_clear_error_and_the_run_completes(
-    alice, bad_web, fast_limits
+    alice, bad_web, fast_limits, monkeypatch
 ):
+    # sessions_app registers the real renderer; this case is about having none.
+    monkeypatch.delitem(_renderers, "browser", raising=False)
     await sync_to_async(_make_sources)(alice, bad_web)
     run, executor = await run_reader(alice, bad_web)
 
@@ -220,11 +222,14 @@ async def test_browser_sources_use_the_registered_renderer(alice, bad_web):
 
     await sync_to_async(add_source)(alice, bad_web.url("/app"), "app", "browser")
     await sync_to_async(add_source)(alice, bad_web.url("/broken"), "broken", "browser")
+    previous = _renderers.get("browser")  # sessions_app's real one, when installed
     register_renderer("browser", render)
     try:
         run, _ = await run_reader(alice, bad_web)
     finally:
         _renderers.pop("browser", None)
+        if previous is not None:
+            register_renderer("browser", previous)
     assert sorted(calls) == [bad_web.url("/app"), bad_web.url("/broken")]
     assert states(run) == {
         "app": ("ok", ""),

@@ -1,0 +1,43 @@
+"""Sweep browser sessions on an interval (the scale-out role of the reaper)."""
+
+from __future__ import annotations
+
+import signal
+import threading
+
+from django.core.management.base import BaseCommand
+from django.db import close_old_connections
+
+from sessions_app.reaper import SHUTDOWN_REASON, Reaper, sweep_interval
+
+
+class Command(BaseCommand):
+    help = "Close idle, expired and orphaned browser sessions, logging each reason."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--once", action="store_true", help="One sweep, then exit.")
+
+    def handle(self, *args, once: bool, **options):
+        reaper = Reaper()
+        stop = threading.Event()
+        if not once:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, lambda *_: stop.set())
+            self.stdout.write(
+                f"Sweeping browser sessions every {sweep_interval():.0f} s"
+            )
+        while True:
+            result = reaper.sweep()
+            for sid, reason in result.closed:
+                self.stdout.write(f"closed {sid}: {reason}")
+            self.stdout.write(
+                f"sweep: {result.open_pages} open, memory admits {result.cap}, "
+                f"{len(result.closed)} closed"
+            )
+            self.stdout.flush()
+            if once or stop.wait(sweep_interval()):
+                break
+            close_old_connections()  # a long-lived loop: drop broken connections
+        if not once:
+            closed = reaper.shutdown()
+            self.stdout.write(f"closed {len(closed)} sessions: {SHUTDOWN_REASON}")
