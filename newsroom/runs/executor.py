@@ -149,15 +149,15 @@ class RunExecutor:
         started = time.monotonic()
         run = self.run
         saved = run.status or {}
-        if saved.get("sources") or saved.get("seq"):
+        if saved:  # resumed, or queued with a chosen set of sources
             self.status = RunStatus.from_json(saved, run.pk, run.reader_id)
         else:
             self.status = RunStatus(run.pk, run.reader_id)
         status = self.status
         sources = await sync_to_async(self._load_sources)()
         self.publisher.start()
-        resuming = bool(status.sources)
-        if not resuming:
+        resuming = bool(saved) and saved.get("run_state") != "queued"
+        if not saved:  # a fresh run: every source the reader has
             for source in sources.values():
                 category = source.category.name if source.category else ""
                 self.emit(

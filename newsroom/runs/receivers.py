@@ -68,12 +68,12 @@ def deliver(run_id: int, kind: str, payload: dict[str, Any]) -> str:
     if state is None:
         return "gone"
     if state == Run.State.RUNNING:
-        _send(exec_group_for(run_id), {"type": f"run.{kind}", **payload})
+        send_group(exec_group_for(run_id), {"type": f"run.{kind}", **payload})
         return "remote"
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
         if run.state == Run.State.RUNNING:  # it started meanwhile
-            _send(exec_group_for(run_id), {"type": f"run.{kind}", **payload})
+            send_group(exec_group_for(run_id), {"type": f"run.{kind}", **payload})
             return "remote"
         status = RunStatus.from_json(run.status or {}, run.pk, run.reader_id)
         change = apply_to(status, kind, payload)
@@ -81,7 +81,7 @@ def deliver(run_id: int, kind: str, payload: dict[str, Any]) -> str:
             return "saved"
         run.status = status.to_json()
         run.save(update_fields=["status"])
-    _send(group_for(run_id), {"type": "run.change", "change": change})
+    send_group(group_for(run_id), {"type": "run.change", "change": change})
     return "saved"
 
 
@@ -97,7 +97,7 @@ def apply_to(status: RunStatus, kind: str, payload: dict[str, Any]):
     return status.set_model(payload["progress"], payload.get("message"))
 
 
-def _send(group: str, message: dict[str, Any]) -> None:
+def send_group(group: str, message: dict[str, Any]) -> None:
     layer = get_channel_layer()
     if layer is None:
         return

@@ -24,6 +24,8 @@ from django.utils import timezone
 
 from newsroom.runs.executor import RunExecutor
 from newsroom.runs.models import Run, RunSchedule
+from newsroom.runs.publish import group_for
+from newsroom.runs.receivers import send_group
 from newsroom.runs.status import RunStatus
 from newsroom.sources.models import Source
 
@@ -155,7 +157,7 @@ def recover_interrupted(now: datetime | None = None) -> list[int]:
             status = RunStatus.from_json(
                 locked.status or {}, locked.pk, locked.reader_id
             )
-            status.set_run_state(
+            change = status.set_run_state(
                 Run.State.INTERRUPTED.value,
                 "Interrupted: the process running it stopped; resume it to fetch the rest",
                 level="warn",
@@ -164,6 +166,7 @@ def recover_interrupted(now: datetime | None = None) -> list[int]:
             locked.state = Run.State.INTERRUPTED
             locked.worker = ""
             locked.save(update_fields=["status", "state", "worker"])
+        send_group(group_for(run.pk), {"type": "run.change", "change": change})
         recovered.append(run.pk)
         log.warning(
             "run %s was left running by a dead process; marked interrupted", run.pk
