@@ -172,7 +172,7 @@ class RunExecutor:
                 f"Resumed: {len(todo)} of {len(status.sources)} sources left to fetch"
             )
         else:
-            message = f"Run started: {len(todo)} sources"
+            message = f"Run started: {len(todo)} source{'' if len(todo) == 1 else 's'}"
         self.emit(status.set_run_state("running", message))
         self.saver.watch(status)
         live.register(run.pk, self)

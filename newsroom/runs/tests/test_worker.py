@@ -215,4 +215,4 @@ async def test_a_run_queued_for_chosen_sources_fetches_only_those(alice, server,
     await sync_to_async(run.refresh_from_db)()
     assert states(run) == {"chosen": ("ok", "")}
     assert [r.query for r in server.requests] == ["a"]
-    assert run.status["log"][0]["msg"] == "Run started: 1 sources"
+    assert run.status["log"][0]["msg"] == "Run started: 1 source"
