@@ -203,9 +203,8 @@ class RunExecutor:
                 "Interrupted: the process is stopping; resume it to fetch the rest"
             )
             raise
-        except (
-            Exception
-        ) as e:  # a bug, not a source's failure: record it, keep the status
+        except Exception as e:
+            # A bug, not a source's failure (those never raise): record it.
             log.exception("run %s failed", run.pk)
             final_state = Run.State.FAILED
             final_message = f"Run failed: {e}"

@@ -216,3 +216,12 @@ async def test_a_run_queued_for_chosen_sources_fetches_only_those(alice, server,
     assert states(run) == {"chosen": ("ok", "")}
     assert [r.query for r in server.requests] == ["a"]
     assert run.status["log"][0]["msg"] == "Run started: 1 source"
+
+
+def test_serve_runs_the_worker_unless_it_is_external(settings):
+    from newsroom.runs.worker import service
+
+    settings.NEWSROOM_RUN_WORKER = "inprocess"
+    assert isinstance(service(), RunWorker)
+    settings.NEWSROOM_RUN_WORKER = "external"
+    assert service() is None
