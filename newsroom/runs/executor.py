@@ -252,8 +252,15 @@ class RunExecutor:
         while True:
             await asyncio.sleep(SAVE_TICK)
             due = self.saver.take_due()
-            if due:
+            if not due:
+                continue
+            try:
                 await sync_to_async(self.saver.write)(due)
+            except Exception:
+                # A busy or unreachable database must not stop the run: keep the
+                # run unsaved and try again on the next tick.
+                log.exception("saving run %s failed; retrying", self.run.pk)
+                self.saver.mark(self.status)
 
     async def _listen(self) -> None:
         """Fold outcomes and model progress sent by other processes."""
