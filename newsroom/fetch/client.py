@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import ssl
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -248,6 +249,12 @@ async def _fetch(
         except httpx.TimeoutException:
             raise FetchError("timed out", url=current) from None
         except httpx.ConnectError as e:
+            tls = _tls_problem(e)
+            if tls:
+                raise FetchError(
+                    f"the TLS certificate of {target.host} is not valid ({tls})",
+                    url=current,
+                ) from None
             raise FetchError(
                 f"could not connect to {target.host} ({_reason(e)})", url=current
             ) from None
@@ -270,6 +277,17 @@ async def _fetch(
             redirects=visited,
             charset_note=note,
         )
+
+
+def _tls_problem(error: BaseException) -> str:
+    """The certificate check's own words, if a TLS verification failed."""
+    seen = 0
+    while error is not None and seen < 10:
+        if isinstance(error, ssl.SSLCertVerificationError):
+            return (error.verify_message or str(error)).rstrip(".")
+        error = error.__cause__ or error.__context__
+        seen += 1
+    return ""
 
 
 def _reason(error: Exception) -> str:
