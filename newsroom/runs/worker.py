@@ -71,14 +71,35 @@ class RunAlreadyActive(Exception):
         self.run = run
 
 
-def queue_run(reader, trigger: str = Run.Trigger.MANUAL, source_ids=None) -> Run:
+def queue_run(
+    reader,
+    trigger: str = Run.Trigger.MANUAL,
+    source_ids=None,
+    *,
+    claim_for: str | None = None,
+) -> Run:
     """Queue a run of the reader's sources (all, or `source_ids` only). One
-    active run per reader: raises RunAlreadyActive if one is queued or running."""
+    active run per reader: raises RunAlreadyActive if one is queued or running.
+    `claim_for` (a worker tag) creates it already claimed by that process, so no
+    worker can take it first (the terminal command runs its own)."""
+    from django.contrib.auth import get_user_model
+
     with transaction.atomic():
+        # Lock the reader's row: two clicks at once must not make two runs.
+        get_user_model().objects.select_for_update().filter(pk=reader.pk).first()
         active = Run.objects.filter(reader=reader, state__in=Run.ACTIVE_STATES).first()
         if active is not None:
             raise RunAlreadyActive(active)
-        run = Run.objects.create(reader=reader, trigger=trigger)
+        fields = {}
+        if claim_for is not None:
+            now = timezone.now()
+            fields = {
+                "state": Run.State.RUNNING,
+                "worker": claim_for,
+                "started_at": now,
+                "saved_at": now,
+            }
+        run = Run.objects.create(reader=reader, trigger=trigger, **fields)
         if source_ids is not None:
             status = RunStatus(run.pk, reader.pk)
             sources = Source.objects.filter(reader=reader, pk__in=source_ids)
@@ -89,7 +110,8 @@ def queue_run(reader, trigger: str = Run.Trigger.MANUAL, source_ids=None) -> Run
                 )
             run.status = status.to_json()
             run.save(update_fields=["status"])
-    transaction.on_commit(wake)
+    if claim_for is None:
+        transaction.on_commit(wake)
     return run
 
 
@@ -125,13 +147,15 @@ def claim_next_run(tag: str) -> Run | None:
     return None
 
 
-def claim_run(run: Run, tag: str) -> bool:
-    """Claim one particular queued run (the terminal command does)."""
+def claim_run(run: Run, tag: str, from_state: str = Run.State.QUEUED) -> bool:
+    """Claim one particular run (the terminal command does): queued, or an
+    interrupted one to resume it directly."""
     now = timezone.now()
-    claimed = Run.objects.filter(pk=run.pk, state=Run.State.QUEUED).update(
-        state=Run.State.RUNNING, worker=tag, saved_at=now, started_at=now
+    claimed = Run.objects.filter(pk=run.pk, state=from_state).update(
+        state=Run.State.RUNNING, worker=tag, saved_at=now
     )
     if claimed:
+        Run.objects.filter(pk=run.pk, started_at__isnull=True).update(started_at=now)
         run.refresh_from_db()
     return claimed == 1
 

@@ -225,3 +225,10 @@ def test_serve_runs_the_worker_unless_it_is_external(settings):
     assert isinstance(service(), RunWorker)
     settings.NEWSROOM_RUN_WORKER = "external"
     assert service() is None
+
+
+@pytest.mark.django_db
+def test_a_run_created_claimed_is_never_taken_by_a_worker(alice):
+    run = queue_run(alice, Run.Trigger.TERMINAL, claim_for="terminal:1:t")
+    assert run.state == "running" and run.worker == "terminal:1:t"
+    assert claim_next_run("host:2:b") is None
