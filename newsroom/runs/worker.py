@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from newsroom.runs.executor import RunExecutor
 from newsroom.runs.models import Run, RunSchedule
-from newsroom.runs.publish import group_for
+from newsroom.runs.publish import group_for, set_home_loop
 from newsroom.runs.receivers import send_group
 from newsroom.runs.status import RunStatus
 from newsroom.sources.models import Source
@@ -301,6 +301,7 @@ class RunWorker:
         wakeup = asyncio.Event()
         entry = (asyncio.get_running_loop(), wakeup)
         _wakers.add(entry)
+        set_home_loop(entry[0])
         try:
             while not stop.is_set():
                 if await self.step():
@@ -317,6 +318,7 @@ class RunWorker:
                     waiter.cancel()
         finally:
             _wakers.discard(entry)
+            set_home_loop(None)
             # Stopping: running runs end as "interrupted" with their state saved.
             for task in list(self.tasks):
                 task.cancel()
