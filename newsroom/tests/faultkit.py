@@ -1,0 +1,293 @@
+"""Tools for the fault tests and `bench/faults.py`: real processes, killed for real.
+
+- `Role`: a `manage.py` command (run_worker, fold_worker, serve) in its own
+  process on the test database, killed with SIGKILL when the test says so.
+- `CountingFeeds`: a local feed server that records when each path was asked
+  for and when its answer was complete, so a test can tell what was fetched
+  again after a crash and what the saved state must already hold.
+- `OwnRedis`: a redis-server of the test's own on a free port (never the
+  machine's shared one), so a test may stop and restart it.
+- `FlakyProxy`: a TCP proxy between the processes and PostgreSQL that can
+  refuse and drop connections for a while.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from newsroom.fetch.tests.server import LocalServer, Reply, Request, rss
+from newsroom.live.testing import ROOT, free_port
+
+REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
+
+
+def is_postgres() -> bool:
+    return settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
+
+
+def database_url(port: int | None = None) -> str:
+    """The test database as a DATABASE_URL (optionally through another port)."""
+    db = settings.DATABASES["default"]
+    if db["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{db['NAME']}"
+    auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
+    host = db["HOST"] or "127.0.0.1"
+    return f"postgres://{auth}@{host}:{port or db['PORT'] or 5432}/{db['NAME']}"
+
+
+def role_env(**extra: str) -> dict[str, str]:
+    env = {
+        "DATABASE_URL": database_url(),
+        "SECRET_KEY": settings.SECRET_KEY,
+        "NEWSROOM_ALLOW_PRIVATE_NETWORKS": "1",
+        "LOG_LEVEL": "INFO",
+        "PYTHONUNBUFFERED": "1",
+    }
+    if settings.REDIS_URL:
+        env["REDIS_URL"] = settings.REDIS_URL
+    env.update(extra)
+    return env
+
+
+class Role:
+    """One `manage.py <command>` process. `kill()` is SIGKILL: no cleanup runs."""
+
+    def __init__(
+        self, command: list[str], env: dict[str, str], log: Path | None = None
+    ) -> None:
+        self.command = command
+        self.env = {**os.environ, **env}
+        self.log = log
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> Role:
+        out: Any = open(self.log, "ab") if self.log else subprocess.DEVNULL
+        self.process = subprocess.Popen(
+            [sys.executable, "manage.py", *self.command],
+            cwd=ROOT,
+            env=self.env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+        return self
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def kill(self) -> float:
+        """SIGKILL; returns the moment it was sent (time.time())."""
+        assert self.process is not None
+        moment = time.time()
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(10)
+        return moment
+
+    def stop(self) -> None:
+        if self.alive():
+            assert self.process is not None
+            self.process.terminate()
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+
+
+def wait_for(predicate, timeout: float, what: str, every: float = 0.1):
+    """Poll `predicate` (another process does the work) until truthy."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every)  # waiting on another process, not on a clock
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+class CountingFeeds:
+    """`count` feeds at /feed/<i>, each answering after a short delay. Records
+    (path, started, answered) for every request."""
+
+    def __init__(self, count: int, *, delay: float = 0.1, seed: int = 0) -> None:
+        self.server = LocalServer()
+        self.delay = delay
+        self.lock = threading.Lock()
+        self.log: list[tuple[str, float, float]] = []
+        rng = random.Random(seed)
+        self.bodies = {
+            f"/feed/{i}": rss(rng.randint(1, 6), title=f"Feed {i}") for i in range(count)
+        }
+        for path in self.bodies:
+            self.server.route(path, self._reply)
+
+    def _reply(self, request: Request) -> Reply:
+        started = time.time()
+        with self.lock:
+            # The answer is complete about `delay` after it starts.
+            self.log.append((request.path, started, started + self.delay))
+        return Reply(
+            200,
+            self.bodies[request.path],
+            {"Content-Type": "application/rss+xml"},
+            delay=self.delay,
+        )
+
+    def url(self, path: str) -> str:
+        return self.server.url(path)
+
+    def counts(self) -> Counter[str]:
+        with self.lock:
+            return Counter(path for path, _, _ in self.log)
+
+    def requests_after(self, moment: float) -> Counter[str]:
+        with self.lock:
+            return Counter(path for path, started, _ in self.log if started > moment)
+
+    def answered_before(self, moment: float) -> set[str]:
+        with self.lock:
+            return {path for path, _, answered in self.log if answered < moment}
+
+    def close(self) -> None:
+        self.server.close()
+
+
+class OwnRedis:
+    """A throwaway redis-server on a free port; stop() and start() at will."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> OwnRedis:
+        self.process = subprocess.Popen(
+            [
+                REDIS_SERVER,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_for(self._answers, 10, "redis-server to listen")
+        return self
+
+    def _answers(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
+                s.sendall(b"PING\r\n")
+                return s.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(5)
+        self.process = None
+
+
+class FlakyProxy:
+    """A TCP proxy to `target`. While `refusing`, new connections are closed at
+    once and `drop_all()` cuts the ones already open: what a PostgreSQL that
+    restarts or refuses connections looks like to its clients."""
+
+    def __init__(self, target_port: int, target_host: str = "127.0.0.1") -> None:
+        self.target = (target_host, target_port)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.refusing = False
+        self.refused = 0
+        self._pairs: set[tuple[socket.socket, socket.socket]] = set()
+        self._lock = threading.Lock()
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            if self.refusing:
+                self.refused += 1
+                client.close()
+                continue
+            try:
+                upstream = socket.create_connection(self.target, timeout=5)
+            except OSError:
+                client.close()
+                continue
+            upstream.settimeout(None)
+            pair = (client, upstream)
+            with self._lock:
+                self._pairs.add(pair)
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b, pair), daemon=True).start()
+
+    def _pipe(self, src: socket.socket, dst: socket.socket, pair) -> None:
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            self._close_pair(pair)
+
+    def _close_pair(self, pair) -> None:
+        with self._lock:
+            self._pairs.discard(pair)
+        for s in pair:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+    def drop_all(self) -> None:
+        with self._lock:
+            pairs = list(self._pairs)
+        for pair in pairs:
+            self._close_pair(pair)
+
+    def outage(self, seconds: float) -> None:
+        """Refuse and cut every connection for `seconds`, then accept again."""
+        self.refusing = True
+        self.drop_all()
+        time.sleep(seconds)  # the outage itself: other processes must ride it out
+        self.refusing = False
+
+    def close(self) -> None:
+        self._closed = True
+        self.listener.close()
+        self.drop_all()
