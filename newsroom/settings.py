@@ -129,3 +129,10 @@ LOGGING = {
 
 # Background roles `manage.py serve` runs in-process (see newsroom/services.py).
 NEWSROOM_SERVICES: list[str] = []
+
+# --- fold worker (fold_app) ---
+# Run the fold worker inside `serve`; 0 when a separate `manage.py fold_worker` runs.
+NEWSROOM_FOLD_IN_SERVE = env_bool("NEWSROOM_FOLD_IN_SERVE", True)
+# `manage.py prune_deliveries` drops delivery bodies older than this.
+NEWSROOM_DELIVERY_RETENTION_DAYS = env_int("NEWSROOM_DELIVERY_RETENTION_DAYS", 30, minimum=1)
+NEWSROOM_SERVICES += ["fold_app.service.fold_service"]
