@@ -90,6 +90,8 @@ def read_delivery(delivery: Delivery, deadline: Deadline | None = None) -> tuple
             skipped += 1
         else:
             versions.append(version)
+    if not versions and parsed.broken:
+        return [], f"This feed cannot be read: {parsed.broken}.", []
     notes = list(parsed.notes)
     if skipped:
         notes.append(f"{skipped} entries had no id, link, title or text and were skipped.")

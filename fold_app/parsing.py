@@ -47,6 +47,9 @@ class ParseResult:
     error: str | None = None
     notes: list[str] = field(default_factory=list)
     format: str = ""
+    # Why the document is not well-formed, when its entries were read anyway: if
+    # none of them turns out to hold anything, the feed counts as unreadable.
+    broken: str = ""
 
 
 def parse_body(body: bytes | None, content_type: str = "", kind: str = "feed", url: str = "") -> ParseResult:
@@ -97,10 +100,12 @@ def parse_feed(body: bytes, content_type: str = "", url: str = "") -> ParseResul
 
     bozo = parsed.get("bozo_exception") if parsed.get("bozo") else None
     harmless = bozo is not None and type(bozo).__name__ in _HARMLESS_BOZO
+    if bozo is not None and not harmless:
+        result.broken = _describe(bozo)
     if result.entries:
-        if bozo is not None and not harmless:
+        if result.broken:
             result.notes.append(
-                f"The feed is not well-formed ({_describe(bozo)}); "
+                f"The feed is not well-formed ({result.broken}); "
                 f"its {len(result.entries)} entries were read anyway."
             )
         return result
@@ -108,10 +113,10 @@ def parse_feed(body: bytes, content_type: str = "", url: str = "") -> ParseResul
     recognised = bool(parsed.get("version")) or bool(parsed.feed)
     if _looks_like_html(body, content_type) and not parsed.get("version"):
         result.error = "This is an HTML page, not a feed." + _advertised_feed(body, url)
-    elif bozo is not None and not harmless:
-        result.error = f"This feed cannot be read: {_describe(bozo)}."
     elif not recognised:
         result.error = "This is not a feed: no RSS, Atom, RDF, CDF or JSON Feed was found in it."
+    elif result.broken:
+        result.error = f"This feed cannot be read: {result.broken}."
     else:
         result.notes.append("The feed has no entries.")
     return result

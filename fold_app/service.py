@@ -12,7 +12,7 @@ import threading
 from django.conf import settings
 
 from fold_app import wake
-from fold_app.worker import Worker
+from fold_app.worker import Worker, run_in_thread
 
 
 class FoldService:
@@ -32,7 +32,7 @@ class FoldService:
         def main() -> None:
             error: BaseException | None = None
             try:
-                worker.run(thread_stop)
+                run_in_thread(worker, thread_stop)
             except BaseException as e:  # noqa: BLE001 - handed to the event loop
                 error = e
             loop.call_soon_threadsafe(lambda: finished.done() or finished.set_result(error))

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import close_old_connections, connection, connections
+from django.db import OperationalError, close_old_connections, connection, connections
 from django.db.models import Q
 from django.utils import timezone
 
@@ -84,9 +84,9 @@ def classify(exc: BaseException) -> str:
             return "deadline"
         if isinstance(current, FoldCancelled):
             return "deferred"
-        if isinstance(current, sqlite3.OperationalError):
+        if isinstance(current, (sqlite3.OperationalError, OperationalError)):
             message = str(current).lower()
-            if "locked" in message or "busy" in message:
+            if "database is locked" in message or "table is locked" in message or "busy" in message:
                 return "deferred"
         sqlstate = getattr(current, "sqlstate", None)
         if sqlstate == "57014":  # query_canceled
@@ -355,7 +355,7 @@ class Worker:
             log.exception("pending backlog not counted")
         while not stop.is_set():
             try:
-                close_old_connections()
+                _refresh_connection()
                 self.pass_once(stop)
             except Exception:  # noqa: BLE001 - a worker that died here would stop folding for good
                 if not stop.is_set():
@@ -366,4 +366,19 @@ class Worker:
         close = getattr(self.fold, "close", None)
         if close is not None:
             close()
+
+
+def _refresh_connection() -> None:
+    # A long-running loop must honour CONN_MAX_AGE and drop broken connections
+    # itself, as Django does per request. Inside a transaction (a test's) the
+    # connection is not ours to close.
+    if not connection.in_atomic_block:
+        close_old_connections()
+
+
+def run_in_thread(worker: Worker, stop: threading.Event, **kwargs) -> None:
+    """Thread target for the worker loop; the thread's connection closes with it."""
+    try:
+        worker.run(stop, **kwargs)
+    finally:
         connections.close_all()

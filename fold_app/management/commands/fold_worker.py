@@ -8,7 +8,7 @@ import threading
 from django.core.management.base import BaseCommand
 
 from fold_app import wake
-from fold_app.worker import FOLD_DEADLINE_S, TICK_S, FoldRunner, Outcome, Worker
+from fold_app.worker import FOLD_DEADLINE_S, TICK_S, FoldRunner, Outcome, Worker, run_in_thread
 
 
 class Command(BaseCommand):
@@ -48,7 +48,9 @@ class Command(BaseCommand):
         self.stdout.flush()
         # The loop runs on its own thread so the main thread only waits for
         # signals and never runs a handler inside the worker's locks.
-        thread = threading.Thread(target=worker.run, args=(stop,), kwargs={"tick": tick}, name="fold-worker")
+        thread = threading.Thread(
+            target=run_in_thread, args=(worker, stop), kwargs={"tick": tick}, name="fold-worker"
+        )
         thread.start()
         while thread.is_alive():
             thread.join(0.5)
