@@ -81,29 +81,47 @@ def _publisher() -> _Publisher | None:
     return _publisher_instance
 
 
+def flush(timeout: float = 5.0) -> bool:
+    """Wait until every notify so far has been published (for short-lived
+    processes and tests). True when done, or when there is nothing to publish."""
+    publisher = _publisher()
+    return True if publisher is None else publisher.flush(timeout)
+
+
 class _Publisher(threading.Thread):
     def __init__(self, layer) -> None:
         super().__init__(name="fold-wake-publisher", daemon=True)
         self.layer = layer
         self._outbox = WakeSignal()
-        self.sent = 0
+        self._progress = threading.Condition()
+        self._requested = 0
+        self._published = 0  # notifies covered by a finished send
 
     def notify(self) -> None:
+        with self._progress:
+            self._requested += 1
         self._outbox.notify()
 
-    def run(self) -> None:
-        asyncio.run(self._main())
+    def flush(self, timeout: float) -> bool:
+        with self._progress:
+            target = self._requested
+            return self._progress.wait_for(lambda: self._published >= target, timeout)
 
-    async def _main(self) -> None:
-        loop = asyncio.get_running_loop()
+    def run(self) -> None:
+        # A plain blocking wait on this thread, and a loop of its own for the
+        # channel layer: no executor thread that would hold up interpreter exit.
+        loop = asyncio.new_event_loop()
         while True:
-            await loop.run_in_executor(None, self._outbox.wait, None)
+            self._outbox.wait(None)
+            with self._progress:
+                covered = self._requested
             try:
-                await self.layer.group_send(GROUP, {"type": MESSAGE_TYPE})
-                self.sent += 1
+                loop.run_until_complete(self.layer.group_send(GROUP, {"type": MESSAGE_TYPE}))
             except Exception as e:  # noqa: BLE001 - lossy by design; the tick covers it
                 log.warning("fold wake signal not published: %s", e)
-                await asyncio.sleep(1)
+            with self._progress:
+                self._published = covered
+                self._progress.notify_all()
 
 
 class WakeListener(threading.Thread):
@@ -118,6 +136,8 @@ class WakeListener(threading.Thread):
         self.layer = layer if layer is not None else _cross_process_layer()
         self.ready = threading.Event()
         self._stop = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task | None = None
         self.received = 0
 
     @property
@@ -132,30 +152,46 @@ class WakeListener(threading.Thread):
 
     def stop(self) -> None:
         self._stop.set()
+        loop, task = self._loop, self._task
+        if loop is not None and task is not None:
+            loop.call_soon_threadsafe(task.cancel)
 
     def run(self) -> None:
-        asyncio.run(self._main())
+        try:
+            asyncio.run(self._main())
+        except asyncio.CancelledError:
+            pass
 
     async def _main(self) -> None:
+        self._loop, self._task = asyncio.get_running_loop(), asyncio.current_task()
+        if self._stop.is_set():
+            return
         while not self._stop.is_set():
             try:
                 channel = await self.layer.new_channel()
                 await self.layer.group_add(GROUP, channel)
                 self.ready.set()
-                await self._listen(channel)
-                await self.layer.group_discard(GROUP, channel)
+                rejoin = asyncio.ensure_future(self._rejoin(channel))
+                try:
+                    await self._listen(channel)
+                finally:
+                    rejoin.cancel()
+            except asyncio.CancelledError:
+                return
             except Exception as e:  # noqa: BLE001 - the tick still folds; retry soon
                 log.warning("fold wake listener: %s; retrying in 5 s", e)
                 await asyncio.sleep(5)
 
+    async def _rejoin(self, channel: str) -> None:
+        while True:
+            await asyncio.sleep(self.REJOIN_S)
+            await self.layer.group_add(GROUP, channel)
+
     async def _listen(self, channel: str) -> None:
-        loop = asyncio.get_running_loop()
-        rejoin_at = loop.time() + self.REJOIN_S
-        while not self._stop.is_set() and loop.time() < rejoin_at:
-            try:
-                message = await asyncio.wait_for(self.layer.receive(channel), timeout=1.0)
-            except TimeoutError:
-                continue
+        # Never cancelled on a timeout: channels_redis does not take a cancelled
+        # receive() well. Only stop() cancels it, once, at the end.
+        while True:
+            message = await self.layer.receive(channel)
             if message.get("type") == MESSAGE_TYPE:
                 self.received += 1
                 self.target.notify()
