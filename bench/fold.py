@@ -78,13 +78,17 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     reader = get_user_model().objects.create_user("bench", password="x" * 12)
     sources = [
-        Source.objects.create(reader=reader, url=f"https://news.example.org/{s}.xml") for s in range(SOURCES)
+        Source.objects.create(reader=reader, url=f"https://news.example.org/{s}.xml")
+        for s in range(SOURCES)
     ]
     bodies = [feed(n) for n in range(DELIVERIES)]
     with transaction.atomic():
         for n, body in enumerate(bodies):
             record_delivery(
-                source=sources[n % SOURCES], body=body, content_type=CONTENT_TYPE, url=sources[n % SOURCES].url
+                source=sources[n % SOURCES],
+                body=body,
+                content_type=CONTENT_TYPE,
+                url=sources[n % SOURCES].url,
             )
 
     start = time.perf_counter()
@@ -105,7 +109,9 @@ def main() -> None:
     start = time.perf_counter()
     report = reindex(check=False)
     reindex_s = time.perf_counter() - start
-    equal = int(snapshot() == before and not report.differing and not report.unrebuildable)
+    equal = int(
+        snapshot() == before and not report.differing and not report.unrebuildable
+    )
 
     print(f"data dir: {data_dir} (SQLite)")
     print(

@@ -11,7 +11,9 @@ class FoldTimeout(Exception):
 
 
 class Deadline:
-    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, seconds: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.seconds = seconds
         self._clock = clock
         self.expires_at = clock() + seconds
@@ -22,7 +24,9 @@ class Deadline:
 
     def check(self) -> None:
         if self.abandoned or self.remaining() <= 0:
-            raise FoldTimeout(f"Folding took longer than {describe_seconds(self.seconds)}.")
+            raise FoldTimeout(
+                f"Folding took longer than {describe_seconds(self.seconds)}."
+            )
 
 
 def describe_seconds(seconds: float) -> str:

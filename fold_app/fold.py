@@ -25,7 +25,14 @@ from django.utils import timezone
 
 from fold_app.deadline import Deadline
 from fold_app.models import Delivery, Item
-from fold_app.normalize import JOURNAL_FIELDS, ItemState, Version, best_per_key, merge, normalize
+from fold_app.normalize import (
+    JOURNAL_FIELDS,
+    ItemState,
+    Version,
+    best_per_key,
+    merge,
+    normalize,
+)
 from fold_app.parsing import parse_body
 from fold_app.signals import delivery_folded
 from newsroom.sources.models import Source
@@ -71,7 +78,9 @@ class MemoryItems:
             self.items[state.key] = state
 
 
-def read_delivery(delivery: Delivery, deadline: Deadline | None = None) -> tuple[list[Version], str, list[str]]:
+def read_delivery(
+    delivery: Delivery, deadline: Deadline | None = None
+) -> tuple[list[Version], str, list[str]]:
     """Parse and normalise a delivery's body: (versions, error, notes). Pure
     work outside any transaction, so the write lock is held only for writes."""
     body = bytes(delivery.body) if delivery.body is not None else None
@@ -94,7 +103,9 @@ def read_delivery(delivery: Delivery, deadline: Deadline | None = None) -> tuple
         return [], f"This feed cannot be read: {parsed.broken}.", []
     notes = list(parsed.notes)
     if skipped:
-        notes.append(f"{skipped} entries had no id, link, title or text and were skipped.")
+        notes.append(
+            f"{skipped} entries had no id, link, title or text and were skipped."
+        )
     if not versions and parsed.entries:
         notes.append("No entry had anything to show.")
     return versions, "", notes
@@ -118,7 +129,10 @@ def fold_into(store, versions: list[Version], delivery: Delivery) -> tuple[int, 
 
 
 def fold_delivery(
-    delivery: Delivery, *, store: MemoryItems | None = None, deadline: Deadline | None = None
+    delivery: Delivery,
+    *,
+    store: MemoryItems | None = None,
+    deadline: Deadline | None = None,
 ) -> FoldResult:
     """Fold one delivery.
 
@@ -195,9 +209,15 @@ def _record_outcome(delivery: Delivery, result: FoldResult) -> None:
     )
     if updated != 1:
         raise _AlreadyFolded(delivery.pk)
-    delivery.status, delivery.parse_error, delivery.folded_at = result.status, message, now
+    delivery.status, delivery.parse_error, delivery.folded_at = (
+        result.status,
+        message,
+        now,
+    )
     delivery.items_count, delivery.new_items_count = result.items, result.new_items
-    transaction.on_commit(lambda: send_folded(delivery, result.items, result.new_items), robust=True)
+    transaction.on_commit(
+        lambda: send_folded(delivery, result.items, result.new_items), robust=True
+    )
 
 
 def send_folded(delivery: Delivery, items: int, new_items: int) -> None:
@@ -206,16 +226,23 @@ def send_folded(delivery: Delivery, items: int, new_items: int) -> None:
     ):
         if isinstance(response, Exception):
             log.error(
-                "delivery_folded receiver %r failed for %s: %s", receiver, delivery.pk, response,
+                "delivery_folded receiver %r failed for %s: %s",
+                receiver,
+                delivery.pk,
+                response,
                 exc_info=response,
             )
 
 
 def _is_newest(delivery: Delivery) -> bool:
-    return not Delivery.objects.filter(source_id=delivery.source_id).filter(
-        Q(received_at__gt=delivery.received_at)
-        | Q(received_at=delivery.received_at, id__gt=delivery.id)
-    ).exists()
+    return (
+        not Delivery.objects.filter(source_id=delivery.source_id)
+        .filter(
+            Q(received_at__gt=delivery.received_at)
+            | Q(received_at=delivery.received_at, id__gt=delivery.id)
+        )
+        .exists()
+    )
 
 
 def _record_source_health(source: Source, delivery: Delivery, error: str) -> None:
@@ -243,7 +270,10 @@ def record_failure(delivery_id: str, error: str) -> bool:
     now = timezone.now()
     with transaction.atomic():
         updated = Delivery.objects.filter(pk=delivery_id, status__in=QUEUED).update(
-            status=Delivery.Status.FAILED, parse_error=error, folded_at=now, items_count=0,
+            status=Delivery.Status.FAILED,
+            parse_error=error,
+            folded_at=now,
+            items_count=0,
             new_items_count=0,
         )
     if not updated:
@@ -255,7 +285,9 @@ def record_failure(delivery_id: str, error: str) -> bool:
             source = Source.objects.get(pk=delivery.source_id)
             _record_source_health(source, delivery, error)
     except Exception:  # noqa: BLE001 - health is a courtesy; the outcome is recorded
-        log.warning("could not note the failure of %s on its source", delivery_id, exc_info=True)
+        log.warning(
+            "could not note the failure of %s on its source", delivery_id, exc_info=True
+        )
     send_folded(delivery, 0, 0)
     return True
 
@@ -316,9 +348,20 @@ class DatabaseItems:
         when = ops.adapt_datetimefield_value
         rows = [
             (
-                self.source.pk, s.key, self.source.category_id, s.guid, s.url, s.title, s.author,
-                when(s.published), s.html, s.text, s.completeness, s.delivery_id,
-                when(s.updated_at), when(s.first_seen_at),
+                self.source.pk,
+                s.key,
+                self.source.category_id,
+                s.guid,
+                s.url,
+                s.title,
+                s.author,
+                when(s.published),
+                s.html,
+                s.text,
+                s.completeness,
+                s.delivery_id,
+                when(s.updated_at),
+                when(s.first_seen_at),
             )
             for s in states
         ]

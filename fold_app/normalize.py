@@ -175,7 +175,9 @@ def merge(
             # An earlier delivery folded late still moves "first seen" back.
             return replace(current, first_seen_at=received_at)
         return None
-    first_seen = received_at if current is None else min(current.first_seen_at, received_at)
+    first_seen = (
+        received_at if current is None else min(current.first_seen_at, received_at)
+    )
     return ItemState(
         key=version.key,
         guid=version.guid,

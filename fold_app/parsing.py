@@ -52,10 +52,14 @@ class ParseResult:
     broken: str = ""
 
 
-def parse_body(body: bytes | None, content_type: str = "", kind: str = "feed", url: str = "") -> ParseResult:
+def parse_body(
+    body: bytes | None, content_type: str = "", kind: str = "feed", url: str = ""
+) -> ParseResult:
     """Read a delivery body in the format its kind and content type say."""
     if body is None:
-        return ParseResult(error="The body of this delivery is gone (pruned); it cannot be read.")
+        return ParseResult(
+            error="The body of this delivery is gone (pruned); it cannot be read."
+        )
     if not body.strip():
         return ParseResult(error="The response was empty.")
     media_type = content_type.split(";", 1)[0].strip().lower()
@@ -114,7 +118,9 @@ def parse_feed(body: bytes, content_type: str = "", url: str = "") -> ParseResul
     if _looks_like_html(body, content_type) and not parsed.get("version"):
         result.error = "This is an HTML page, not a feed." + _advertised_feed(body, url)
     elif not recognised:
-        result.error = "This is not a feed: no RSS, Atom, RDF, CDF or JSON Feed was found in it."
+        result.error = (
+            "This is not a feed: no RSS, Atom, RDF, CDF or JSON Feed was found in it."
+        )
     elif result.broken:
         result.error = f"This feed cannot be read: {result.broken}."
     else:
@@ -127,7 +133,9 @@ def _feedparser_entry(entry, feed_base: str) -> RawEntry:
         guid=str(entry.get("id") or "").strip(),
         url=str(entry.get("link") or "").strip(),
         author=str(entry.get("author") or "").strip(),
-        published=_struct_time(entry.get("published_parsed") or entry.get("updated_parsed")),
+        published=_struct_time(
+            entry.get("published_parsed") or entry.get("updated_parsed")
+        ),
         base=feed_base,
     )
     title = entry.get("title_detail")
@@ -146,7 +154,9 @@ def _best_content(entry):
     # Full content beats the summary; among several, the longest HTML one.
     contents = [c for c in entry.get("content") or [] if c.get("value")]
     if contents:
-        return max(contents, key=lambda c: ("html" in (c.get("type") or ""), len(c["value"])))
+        return max(
+            contents, key=lambda c: ("html" in (c.get("type") or ""), len(c["value"]))
+        )
     summary = entry.get("summary_detail")
     if summary is not None and summary.get("value"):
         return summary
@@ -174,9 +184,13 @@ def _describe(exc: BaseException) -> str:
     return message
 
 
-_HTML_START = re.compile(rb"^\s*(<!--.*?-->\s*)*<(!doctype\s+html|html|head|body)\b", re.IGNORECASE | re.DOTALL)
+_HTML_START = re.compile(
+    rb"^\s*(<!--.*?-->\s*)*<(!doctype\s+html|html|head|body)\b",
+    re.IGNORECASE | re.DOTALL,
+)
 _FEED_LINK = re.compile(
-    rb"<link\b[^>]*type=[\"']application/(?:rss|atom|feed)\+(?:xml|json)[\"'][^>]*>", re.IGNORECASE
+    rb"<link\b[^>]*type=[\"']application/(?:rss|atom|feed)\+(?:xml|json)[\"'][^>]*>",
+    re.IGNORECASE,
 )
 _HREF = re.compile(rb"href=[\"']([^\"']+)[\"']", re.IGNORECASE)
 
@@ -210,7 +224,9 @@ def parse_json_feed(body: bytes, url: str = "") -> ParseResult:
         return ParseResult(error=f"This is not valid JSON: {e}.")
     version = doc.get("version") if isinstance(doc, dict) else None
     if not isinstance(version, str) or not version.startswith(JSON_FEED_VERSION_PREFIX):
-        return ParseResult(error="This is JSON, but not a JSON Feed (no jsonfeed.org version 1 or 1.1).")
+        return ParseResult(
+            error="This is JSON, but not a JSON Feed (no jsonfeed.org version 1 or 1.1)."
+        )
     items = doc.get("items")
     if not isinstance(items, list):
         return ParseResult(error="This JSON Feed has no list of items.")
@@ -234,11 +250,15 @@ def _json_entry(item: dict, feed_base: str, feed_author: str) -> RawEntry:
     # The spec requires id; version 1 feeds sometimes give a number.
     guid = item.get("id")
     raw = RawEntry(
-        guid=str(guid).strip() if isinstance(guid, (str, int, float)) and guid != "" else "",
+        guid=str(guid).strip()
+        if isinstance(guid, (str, int, float)) and guid != ""
+        else "",
         url=_str(item.get("url")) or _str(item.get("external_url")),
         title=_str(item.get("title")),
         author=_json_author(item) or feed_author,
-        published=parse_iso_datetime(_str(item.get("date_published")) or _str(item.get("date_modified"))),
+        published=parse_iso_datetime(
+            _str(item.get("date_published")) or _str(item.get("date_modified"))
+        ),
         base=feed_base,
     )
     if _str(item.get("content_html")):
@@ -270,7 +290,9 @@ def parse_iso_datetime(value: str) -> datetime | None:
         parsed = datetime.fromisoformat(value.strip())
     except ValueError:
         return None
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+    return (
+        parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+    )
 
 
 # --- Link lists (scrape and browser deliveries) ----------------------------------

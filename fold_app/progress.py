@@ -40,10 +40,14 @@ class ProgressBar:
             self._last_draw = now
             filled = int(fraction * self.WIDTH)
             bar = "#" * filled + "." * (self.WIDTH - filled)
-            self.out.write(f"\r{self.label} [{bar}] {self.done}/{self.total}", ending="")
+            self.out.write(
+                f"\r{self.label} [{bar}] {self.done}/{self.total}", ending=""
+            )
             self.out.flush()
             return
         decile = int(fraction * 10)
         if force or decile > self._last_decile:
             self._last_decile = decile
-            self.out.write(f"{self.label}: {self.done}/{self.total} ({int(fraction * 100)}%)")
+            self.out.write(
+                f"{self.label}: {self.done}/{self.total} ({int(fraction * 100)}%)"
+            )

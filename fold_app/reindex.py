@@ -32,9 +32,13 @@ _ATTEMPTS = 3
 class SourceDiff:
     source_id: int
     label: str
-    missing: list[str] = field(default_factory=list)  # keys the replay has, live does not
+    missing: list[str] = field(
+        default_factory=list
+    )  # keys the replay has, live does not
     extra: list[str] = field(default_factory=list)  # keys live has, the replay does not
-    changed: dict[str, list[str]] = field(default_factory=dict)  # key -> differing fields
+    changed: dict[str, list[str]] = field(
+        default_factory=dict
+    )  # key -> differing fields
 
     def __bool__(self) -> bool:
         return bool(self.missing or self.extra or self.changed)
@@ -44,7 +48,8 @@ class SourceDiff:
         parts = [
             f"{len(self.missing)} missing",
             f"{len(self.extra)} extra",
-            f"{len(self.changed)} changed" + (f" ({', '.join(fields)})" if fields else ""),
+            f"{len(self.changed)} changed"
+            + (f" ({', '.join(fields)})" if fields else ""),
         ]
         return f"source {self.source_id} ({self.label}): " + ", ".join(parts)
 
@@ -57,7 +62,9 @@ class ReindexReport:
     updated: int = 0
     deleted: int = 0
     differing: list[SourceDiff] = field(default_factory=list)
-    unrebuildable: list[tuple[int, str, int]] = field(default_factory=list)  # id, label, pruned
+    unrebuildable: list[tuple[int, str, int]] = field(
+        default_factory=list
+    )  # id, label, pruned
     busy: list[tuple[int, str]] = field(default_factory=list)
 
 
@@ -73,7 +80,9 @@ def journal_of(source_id: int) -> list[tuple[str, bool]]:
     return list(rows)
 
 
-def replay(delivery_ids: list[str], tick: Callable[[], None] | None = None) -> MemoryItems:
+def replay(
+    delivery_ids: list[str], tick: Callable[[], None] | None = None
+) -> MemoryItems:
     """Fold the deliveries, in the order given, into a fresh scratch copy."""
     store = MemoryItems()
     for start in range(0, len(delivery_ids), _CHUNK):
@@ -90,12 +99,18 @@ def live_items(source_id: int) -> dict[str, Item]:
     return {item.key: item for item in Item.objects.filter(source_id=source_id)}
 
 
-def compare(source: Source, replayed: dict[str, ItemState], live: dict[str, ItemState]) -> SourceDiff:
+def compare(
+    source: Source, replayed: dict[str, ItemState], live: dict[str, ItemState]
+) -> SourceDiff:
     diff = SourceDiff(source.pk, source.title or source.url)
     diff.missing = sorted(replayed.keys() - live.keys())
     diff.extra = sorted(live.keys() - replayed.keys())
     for key in replayed.keys() & live.keys():
-        names = [n for n in JOURNAL_FIELDS if getattr(replayed[key], n) != getattr(live[key], n)]
+        names = [
+            n
+            for n in JOURNAL_FIELDS
+            if getattr(replayed[key], n) != getattr(live[key], n)
+        ]
         if names:
             diff.changed[key] = names
     return diff
@@ -145,7 +160,9 @@ def _rebuild_source(source: Source, journal, report: ReindexReport, tick) -> Non
                 ids = now_ids  # a fold landed meanwhile: replay again
                 continue
             live = live_items(source.pk)
-            diff = compare(source, store.items, {k: state_of(i) for k, i in live.items()})
+            diff = compare(
+                source, store.items, {k: state_of(i) for k, i in live.items()}
+            )
             if diff:
                 report.differing.append(diff)
                 _apply(source, diff, store.items, live, report)

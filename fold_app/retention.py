@@ -18,7 +18,9 @@ def prune_bodies(older_than: datetime, now: datetime | None = None) -> int:
     Queued deliveries keep theirs: they have not been folded yet. Returns the
     number pruned."""
     now = now or timezone.now()
-    rows = Delivery.objects.filter(received_at__lt=older_than).exclude(status__in=QUEUED)
+    rows = Delivery.objects.filter(received_at__lt=older_than).exclude(
+        status__in=QUEUED
+    )
     rows = rows.filter(~Q(body=None))
     pruned = 0
     while True:
@@ -26,4 +28,6 @@ def prune_bodies(older_than: datetime, now: datetime | None = None) -> int:
         ids = list(rows.values_list("id", flat=True)[:_BATCH])
         if not ids:
             return pruned
-        pruned += Delivery.objects.filter(pk__in=ids).update(body=None, body_pruned_at=now)
+        pruned += Delivery.objects.filter(pk__in=ids).update(
+            body=None, body_pruned_at=now
+        )

@@ -96,5 +96,7 @@ def text_to_html(text: str) -> str:
     """HTML for plain text: escaped, paragraphs kept, nothing interpreted."""
     paragraphs = [p.strip() for p in re.split(r"\n\s*\n", text.replace("\x00", ""))]
     return "".join(
-        "<p>" + htmllib.escape(p).replace("\n", "<br>") + "</p>" for p in paragraphs if p
+        "<p>" + htmllib.escape(p).replace("\n", "<br>") + "</p>"
+        for p in paragraphs
+        if p
     )

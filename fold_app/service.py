@@ -35,12 +35,17 @@ class FoldService:
                 run_in_thread(worker, thread_stop)
             except BaseException as e:  # noqa: BLE001 - handed to the event loop
                 error = e
-            loop.call_soon_threadsafe(lambda: finished.done() or finished.set_result(error))
+            loop.call_soon_threadsafe(
+                lambda: finished.done() or finished.set_result(error)
+            )
 
-        threading.Thread(target=main, name="fold-worker", daemon=True).start()
+        thread = threading.Thread(target=main, name="fold-worker", daemon=True)
+        thread.start()
         stopping = asyncio.ensure_future(stop.wait())
         try:
-            await asyncio.wait([stopping, finished], return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(
+                [stopping, finished], return_when=asyncio.FIRST_COMPLETED
+            )
         finally:
             stopping.cancel()
             thread_stop.set()
@@ -48,6 +53,7 @@ class FoldService:
             listener.stop()
         # Shutdown is checked between deliveries: wait for the fold in hand.
         error = await finished
+        await asyncio.to_thread(thread.join, 5)
         if error is not None and not stop.is_set():
             raise error
 

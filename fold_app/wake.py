@@ -116,7 +116,9 @@ class _Publisher(threading.Thread):
             with self._progress:
                 covered = self._requested
             try:
-                loop.run_until_complete(self.layer.group_send(GROUP, {"type": MESSAGE_TYPE}))
+                loop.run_until_complete(
+                    self.layer.group_send(GROUP, {"type": MESSAGE_TYPE})
+                )
             except Exception as e:  # noqa: BLE001 - lossy by design; the tick covers it
                 log.warning("fold wake signal not published: %s", e)
             with self._progress:

@@ -30,7 +30,13 @@ from django.utils import timezone
 
 from fold_app import wake
 from fold_app.deadline import Deadline, FoldTimeout, describe_seconds
-from fold_app.fold import QUEUED, FoldResult, fold_delivery, mark_deferred, record_failure
+from fold_app.fold import (
+    QUEUED,
+    FoldResult,
+    fold_delivery,
+    mark_deferred,
+    record_failure,
+)
 from fold_app.models import Delivery
 
 log = logging.getLogger("fold_app.worker")
@@ -74,7 +80,7 @@ _TRANSIENT_SQLSTATES = {"40001", "40P01", "55P03", "57P01", "57P02", "57P03", "5
 
 
 def classify(exc: BaseException) -> str:
-    """"deferred" (database busy, outside cancellation), "deadline" (our own
+    """ "deferred" (database busy, outside cancellation), "deadline" (our own
     statement timeout), or "error" (anything else: the delivery fails)."""
     seen = set()
     current: BaseException | None = exc
@@ -86,17 +92,26 @@ def classify(exc: BaseException) -> str:
             return "deferred"
         if isinstance(current, (sqlite3.OperationalError, OperationalError)):
             message = str(current).lower()
-            if "database is locked" in message or "table is locked" in message or "busy" in message:
+            if (
+                "database is locked" in message
+                or "table is locked" in message
+                or "busy" in message
+            ):
                 return "deferred"
         sqlstate = getattr(current, "sqlstate", None)
         if sqlstate == "57014":  # query_canceled
             return "deadline" if "statement timeout" in str(current) else "deferred"
         if sqlstate in _TRANSIENT_SQLSTATES or (sqlstate or "").startswith("08"):
             return "deferred"
-        if type(current).__module__.startswith("psycopg") and type(current).__name__ in (
-            "OperationalError",
-            "InterfaceError",
-        ) and not sqlstate:
+        if (
+            type(current).__module__.startswith("psycopg")
+            and type(current).__name__
+            in (
+                "OperationalError",
+                "InterfaceError",
+            )
+            and not sqlstate
+        ):
             return "deferred"  # the connection went away
         current = current.__cause__ or current.__context__
     return "error"
@@ -199,15 +214,25 @@ class FoldRunner:
         if kind == "deadline":
             message = f"Folding took longer than {describe_seconds(self.seconds)}; it was given up."
         else:
-            log.error("delivery %s could not be folded", delivery_id, exc_info=job.error)
-            message = f"Internal error while folding: {type(job.error).__name__}: {job.error}"
+            log.error(
+                "delivery %s could not be folded", delivery_id, exc_info=job.error
+            )
+            message = (
+                f"Internal error while folding: {type(job.error).__name__}: {job.error}"
+            )
         return self._fail(delivery_id, message)
 
     def _fail(self, delivery_id: str, message: str) -> Outcome:
         try:
-            return Outcome(failed=1) if record_failure(delivery_id, message) else Outcome(skipped=1)
+            return (
+                Outcome(failed=1)
+                if record_failure(delivery_id, message)
+                else Outcome(skipped=1)
+            )
         except Exception:  # noqa: BLE001 - it stays pending; the cursor moves on
-            log.exception("the failure of delivery %s could not be recorded", delivery_id)
+            log.exception(
+                "the failure of delivery %s could not be recorded", delivery_id
+            )
             return Outcome()
 
     def close(self) -> None:
@@ -287,7 +312,9 @@ class Worker:
                 lag.add(delivery_id, received_at, self.clock())
                 # Asked before folding (afterwards the delivery itself is parsed)
                 # and said only after a fold that happened.
-                out_of_order = self._later_already_parsed(delivery_id, received_at, source_id)
+                out_of_order = self._later_already_parsed(
+                    delivery_id, received_at, source_id
+                )
                 outcome = self.fold(delivery_id)
                 total.add(outcome)
                 if self.report is not None:
@@ -306,23 +333,35 @@ class Worker:
                     return total
                 cursor = (received_at, delivery_id)
 
-    def _batch(self, cursor: tuple[datetime, str] | None) -> list[tuple[str, datetime, int]]:
+    def _batch(
+        self, cursor: tuple[datetime, str] | None
+    ) -> list[tuple[str, datetime, int]]:
         rows = Delivery.objects.filter(status__in=QUEUED)
         if cursor is not None:
             received_at, delivery_id = cursor
             rows = rows.filter(
-                Q(received_at__gt=received_at) | Q(received_at=received_at, id__gt=delivery_id)
+                Q(received_at__gt=received_at)
+                | Q(received_at=received_at, id__gt=delivery_id)
             )
-        rows = rows.order_by("received_at", "id").values_list("id", "received_at", "source_id")
+        rows = rows.order_by("received_at", "id").values_list(
+            "id", "received_at", "source_id"
+        )
         return list(rows[: self.batch_size])
 
-    def _later_already_parsed(self, delivery_id: str, received_at: datetime, source_id: int) -> bool:
+    def _later_already_parsed(
+        self, delivery_id: str, received_at: datetime, source_id: int
+    ) -> bool:
         # Per source: items are per source, so only a later delivery of the same
         # source can have decided a merge this one should have come before.
         try:
             return (
-                Delivery.objects.filter(source_id=source_id, status=Delivery.Status.PARSED)
-                .filter(Q(received_at__gt=received_at) | Q(received_at=received_at, id__gt=delivery_id))
+                Delivery.objects.filter(
+                    source_id=source_id, status=Delivery.Status.PARSED
+                )
+                .filter(
+                    Q(received_at__gt=received_at)
+                    | Q(received_at=received_at, id__gt=delivery_id)
+                )
                 .exists()
             )
         except Exception:  # noqa: BLE001 - an observation must not cost the delivery

@@ -12,7 +12,13 @@ def rss(*entries: dict, link: str = "https://ex.org/") -> bytes:
     items = []
     for e in entries:
         parts = []
-        for tag, name in (("guid", "guid"), ("title", "title"), ("link", "link"), ("author", "author"), ("pubDate", "date")):
+        for tag, name in (
+            ("guid", "guid"),
+            ("title", "title"),
+            ("link", "link"),
+            ("author", "author"),
+            ("pubDate", "date"),
+        ):
             if e.get(name):
                 parts.append(f"<{tag}>{escape(e[name])}</{tag}>")
         if e.get("html"):

@@ -7,11 +7,41 @@ from __future__ import annotations
 from html.parser import HTMLParser
 
 FORBIDDEN_ELEMENTS = {
-    "script", "style", "iframe", "object", "embed", "applet", "frame", "frameset",
-    "form", "input", "button", "textarea", "select", "svg", "math", "link", "meta",
-    "base", "noscript", "template",
+    "script",
+    "style",
+    "iframe",
+    "object",
+    "embed",
+    "applet",
+    "frame",
+    "frameset",
+    "form",
+    "input",
+    "button",
+    "textarea",
+    "select",
+    "svg",
+    "math",
+    "link",
+    "meta",
+    "base",
+    "noscript",
+    "template",
 }
-URL_ATTRIBUTES = {"href", "src", "action", "formaction", "xlink:href", "background", "poster", "lowsrc", "dynsrc", "srcset", "data", "codebase"}
+URL_ATTRIBUTES = {
+    "href",
+    "src",
+    "action",
+    "formaction",
+    "xlink:href",
+    "background",
+    "poster",
+    "lowsrc",
+    "dynsrc",
+    "srcset",
+    "data",
+    "codebase",
+}
 BAD_SCHEMES = ("javascript:", "vbscript:", "data:", "livescript:", "mocha:")
 
 
@@ -39,7 +69,11 @@ class _Checker(HTMLParser):
                 self.problems.append(f"{name} handler on <{tag}>")
             if name == "style":
                 self.problems.append(f"style attribute on <{tag}>")
-            if name in URL_ATTRIBUTES and value and _squash(value).startswith(BAD_SCHEMES):
+            if (
+                name in URL_ATTRIBUTES
+                and value
+                and _squash(value).startswith(BAD_SCHEMES)
+            ):
                 self.problems.append(f"{name}={value!r} on <{tag}>")
             if tag == "a" and name == "href" and value:
                 rel = dict(attrs).get("rel") or ""

@@ -39,15 +39,21 @@ def headers_of(body: bytes) -> dict[str, str]:
 
 def test_the_whole_corpus_folds_without_error_and_without_script(alice):
     if not CORPUS.is_dir():
-        pytest.skip(f"the feedparser corpus is not at {CORPUS} (../shared/corpus/feedparser)")
+        pytest.skip(
+            f"the feedparser corpus is not at {CORPUS} (../shared/corpus/feedparser)"
+        )
     files = corpus_files()
     assert len(files) > 1000, f"only {len(files)} files in {CORPUS}"
     sources = Source.objects.bulk_create(
-        Source(reader=alice, url=f"http://127.0.0.1/corpus/{quote(str(p.relative_to(CORPUS)))}") for p in files
+        Source(
+            reader=alice,
+            url=f"http://127.0.0.1/corpus/{quote(str(p.relative_to(CORPUS)))}",
+        )
+        for p in files
     )
     crashes, silent = [], []
     outcomes = Counter()
-    for path, source in zip(files, sources):
+    for path, source in zip(files, sources, strict=True):
         body = path.read_bytes()
         headers = headers_of(body)
         delivery = record_delivery(
@@ -72,7 +78,11 @@ def test_the_whole_corpus_folds_without_error_and_without_script(alice):
     print(f"corpus: {len(files)} files, {dict(outcomes)}, {Item.objects.count()} items")
 
     unsafe = []
-    for item in Item.objects.only("html", "url", "source__url").select_related("source").iterator():
+    for item in (
+        Item.objects.only("html", "url", "source__url")
+        .select_related("source")
+        .iterator()
+    ):
         problems = unsafe_markup(item.html)
         if item.url and not item.url.startswith(("http://", "https://")):
             problems.append(f"item url {item.url!r}")

@@ -39,14 +39,27 @@ def database_url() -> str:
     s = connection.settings_dict
     if connection.vendor == "sqlite":
         return f"sqlite:///{s['NAME']}"
-    auth = quote(s["USER"] or "", safe="") + (":" + quote(s["PASSWORD"], safe="") if s.get("PASSWORD") else "")
-    return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+    auth = quote(s["USER"] or "", safe="") + (
+        ":" + quote(s["PASSWORD"], safe="") if s.get("PASSWORD") else ""
+    )
+    return (
+        f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+    )
 
 
 def start_worker(*extra: str, log: Path) -> subprocess.Popen:
     env = {**os.environ, "DATABASE_URL": database_url(), "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen(
-        [sys.executable, "manage.py", "fold_worker", "-v", "2", "--tick", "3600", *extra],
+        [
+            sys.executable,
+            "manage.py",
+            "fold_worker",
+            "-v",
+            "2",
+            "--tick",
+            "3600",
+            *extra,
+        ],
         cwd=settings.BASE_DIR,
         env=env,
         stdout=subprocess.PIPE,
@@ -63,16 +76,32 @@ def make_journal(reader, rng: random.Random) -> None:
     for n in range(DELIVERIES):
         source = sources[n % len(sources)]
         if n % 97 == 0:
-            body, content_type = b"<!doctype html><html><body>moved</body></html>", "text/html"
+            body, content_type = (
+                b"<!doctype html><html><body>moved</body></html>",
+                "text/html",
+            )
         else:
             entries = [
-                {"guid": f"g{g}", "title": f"Story {g} v{n}", "html": "<p>" + "word " * rng.randrange(1, 90) + "</p>",
-                 **({"date": "Mon, 01 Jun 2026 10:00:00 GMT"} if rng.random() < 0.4 else {})}
+                {
+                    "guid": f"g{g}",
+                    "title": f"Story {g} v{n}",
+                    "html": "<p>" + "word " * rng.randrange(1, 90) + "</p>",
+                    **(
+                        {"date": "Mon, 01 Jun 2026 10:00:00 GMT"}
+                        if rng.random() < 0.4
+                        else {}
+                    ),
+                }
                 for g in rng.sample(range(12), 3)
             ]
             body, content_type = rss(*entries), RSS_TYPE
         rows.append(
-            Delivery(source=source, received_at=T0 + timedelta(milliseconds=10 * n), body=body, content_type=content_type)
+            Delivery(
+                source=source,
+                received_at=T0 + timedelta(milliseconds=10 * n),
+                body=body,
+                content_type=content_type,
+            )
         )
     Delivery.objects.bulk_create(rows, batch_size=500)
 
@@ -99,22 +128,30 @@ def test_kill_9_mid_pass_loses_nothing_and_writes_nothing_twice(alice, tmp_path)
         worker.send_signal(signal.SIGKILL)
         rest, _ = worker.communicate()
         reported.update(
-            line.split()[1] for line in rest.splitlines() if line.startswith("folded ") and line.split()[2] in ("parsed", "failed")
+            line.split()[1]
+            for line in rest.splitlines()
+            if line.startswith("folded ") and line.split()[2] in ("parsed", "failed")
         )
         if Delivery.objects.filter(status="pending").exists():
             kills_mid_pass += 1
-    assert kills_mid_pass == KILLS, "a kill came after the queue was empty: not mid-pass"
+    assert kills_mid_pass == KILLS, (
+        "a kill came after the queue was empty: not mid-pass"
+    )
 
     worker = start_worker("--once", log=log)
     rest, _ = worker.communicate(timeout=120)
     assert worker.returncode == 0, log.read_text()[-3000:]
     reported.update(
-        line.split()[1] for line in rest.splitlines() if line.startswith("folded ") and line.split()[2] in ("parsed", "failed")
+        line.split()[1]
+        for line in rest.splitlines()
+        if line.startswith("folded ") and line.split()[2] in ("parsed", "failed")
     )
 
     # Every delivery parsed or failed, and none reported folded twice.
     statuses = Counter(Delivery.objects.values_list("status", flat=True))
-    assert set(statuses) <= {"parsed", "failed"} and sum(statuses.values()) == DELIVERIES
+    assert (
+        set(statuses) <= {"parsed", "failed"} and sum(statuses.values()) == DELIVERIES
+    )
     assert statuses["failed"] == len(range(0, DELIVERIES, 97))
     assert [d for d, n in reported.items() if n > 1] == []
 

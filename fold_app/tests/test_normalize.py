@@ -28,7 +28,9 @@ def test_the_key_is_the_guid_else_the_url_else_the_content():
 
 
 def test_a_guid_equal_to_another_entrys_url_does_not_collide():
-    assert entry_key("https://ex.org/a", "", "", "") != entry_key("", "https://ex.org/a", "", "")
+    assert entry_key("https://ex.org/a", "", "", "") != entry_key(
+        "", "https://ex.org/a", "", ""
+    )
 
 
 def test_an_entry_with_nothing_to_show_is_skipped():
@@ -42,7 +44,13 @@ def test_urls_resolve_and_unsafe_links_are_dropped():
 
 
 def test_titles_are_plain_text_and_controls_are_removed():
-    version = normalize(raw(title="<b>Big</b>\x00 &amp; news", title_is_html=True, url="https://ex.org/a"))
+    version = normalize(
+        raw(
+            title="<b>Big</b>\x00 &amp; news",
+            title_is_html=True,
+            url="https://ex.org/a",
+        )
+    )
     assert version.title == "Big & news"
 
 
@@ -50,8 +58,17 @@ def test_completeness_counts_fields_then_length():
     bare = normalize(raw(url="https://ex.org/a"))
     titled = normalize(raw(url="https://ex.org/a", title="t"))
     dated = normalize(raw(url="https://ex.org/a", title="t", published=T0))
-    long = normalize(raw(url="https://ex.org/a", title="t", published=T0, content="<p>" + "word " * 400 + "</p>"))
-    assert bare.completeness < titled.completeness < dated.completeness < long.completeness
+    long = normalize(
+        raw(
+            url="https://ex.org/a",
+            title="t",
+            published=T0,
+            content="<p>" + "word " * 400 + "</p>",
+        )
+    )
+    assert (
+        bare.completeness < titled.completeness < dated.completeness < long.completeness
+    )
     assert completeness(long) == long.completeness
 
 

@@ -61,8 +61,14 @@ def test_json_feed_1_1_by_its_own_rules():
         "home_page_url": "https://ex.org/",
         "authors": [{"name": "Feed Author"}],
         "items": [
-            {"id": "1", "url": "/j1", "title": "J1", "content_html": "<p>x</p>",
-             "date_published": "2026-06-01T10:00:00+02:00", "authors": [{"name": "Jo"}]},
+            {
+                "id": "1",
+                "url": "/j1",
+                "title": "J1",
+                "content_html": "<p>x</p>",
+                "date_published": "2026-06-01T10:00:00+02:00",
+                "authors": [{"name": "Jo"}],
+            },
             {"id": 2, "content_text": "plain <b>text</b>"},
             "not an object",
         ],
@@ -70,27 +76,56 @@ def test_json_feed_1_1_by_its_own_rules():
     result = parse_body(json.dumps(doc).encode(), "application/feed+json", "feed")
     first, second = result.entries
     assert first.guid == "1" and first.url == "/j1" and first.base == "https://ex.org/"
-    assert first.author == "Jo" and first.published == datetime(2026, 6, 1, 8, 0, tzinfo=UTC)
-    assert second.guid == "2" and not second.content_is_html and second.author == "Feed Author"
+    assert first.author == "Jo" and first.published == datetime(
+        2026, 6, 1, 8, 0, tzinfo=UTC
+    )
+    assert (
+        second.guid == "2"
+        and not second.content_is_html
+        and second.author == "Feed Author"
+    )
     assert "1 items were not JSON objects" in result.notes[0]
 
 
 def test_json_feed_1_author_object():
-    doc = {"version": "https://jsonfeed.org/version/1", "author": {"name": "Old"}, "items": [{"id": "a"}]}
-    assert parse_body(json.dumps(doc).encode(), "application/json", "feed").entries[0].author == "Old"
+    doc = {
+        "version": "https://jsonfeed.org/version/1",
+        "author": {"name": "Old"},
+        "items": [{"id": "a"}],
+    }
+    assert (
+        parse_body(json.dumps(doc).encode(), "application/json", "feed")
+        .entries[0]
+        .author
+        == "Old"
+    )
 
 
 def test_json_that_is_not_a_json_feed_is_a_clear_error():
-    assert "not a JSON Feed" in parse_body(b'{"hello": 1}', "application/json", "feed").error
-    assert "not valid JSON" in parse_body(b'{"version": ', "application/json", "feed").error
+    assert (
+        "not a JSON Feed"
+        in parse_body(b'{"hello": 1}', "application/json", "feed").error
+    )
+    assert (
+        "not valid JSON"
+        in parse_body(b'{"version": ', "application/json", "feed").error
+    )
 
 
 def test_link_deliveries_are_read_in_their_own_format():
     body = json.dumps(
-        {"page_url": "https://ex.org/news/", "entries": [
-            {"url": "a.html", "title": "A", "summary": "Sum", "published": "2026-06-01T09:00:00Z"},
-            {"title": "no url"},
-        ]}
+        {
+            "page_url": "https://ex.org/news/",
+            "entries": [
+                {
+                    "url": "a.html",
+                    "title": "A",
+                    "summary": "Sum",
+                    "published": "2026-06-01T09:00:00Z",
+                },
+                {"title": "no url"},
+            ],
+        }
     ).encode()
     result = parse_body(body, LINKS_CONTENT_TYPE, "scrape")
     (entry,) = result.entries
@@ -103,14 +138,22 @@ def test_link_deliveries_are_read_in_their_own_format():
 
 def test_an_html_page_is_a_clear_error_naming_its_feed():
     page = b'<!DOCTYPE html><html><head><link rel="alternate" type="application/rss+xml" href="/rss.xml"></head><body>hi</body></html>'
-    result = parse_body(page, "text/html; charset=utf-8", "feed", "https://ex.org/blog/")
+    result = parse_body(
+        page, "text/html; charset=utf-8", "feed", "https://ex.org/blog/"
+    )
     assert result.error.startswith("This is an HTML page, not a feed.")
     assert "https://ex.org/rss.xml" in result.error
 
 
 def test_a_broken_feed_is_an_error():
-    result = parse_body(b"<rss version='2.0'><channel><title>x</ti", "application/rss+xml", "feed")
-    assert result.error and "cannot be read" in result.error and "unclosed token" in result.error
+    result = parse_body(
+        b"<rss version='2.0'><channel><title>x</ti", "application/rss+xml", "feed"
+    )
+    assert (
+        result.error
+        and "cannot be read" in result.error
+        and "unclosed token" in result.error
+    )
 
 
 def test_a_bozo_feed_that_parsed_keeps_its_entries():
@@ -126,8 +169,14 @@ def test_empty_and_pruned_bodies():
 
 
 def test_a_feed_with_no_entries_says_so():
-    result = parse_body(b"<rss version='2.0'><channel><title>T</title></channel></rss>", "", "feed")
-    assert result.error is None and result.entries == [] and result.notes == ["The feed has no entries."]
+    result = parse_body(
+        b"<rss version='2.0'><channel><title>T</title></channel></rss>", "", "feed"
+    )
+    assert (
+        result.error is None
+        and result.entries == []
+        and result.notes == ["The feed has no entries."]
+    )
 
 
 def test_plain_text_is_not_a_feed():

@@ -10,7 +10,7 @@ from fold_app.tests.markup import unsafe_markup
 BASE = "https://example.org/blog/feed.xml"
 
 ATTACKS = {
-    "script": '<p>hi</p><script>alert(1)</script>',
+    "script": "<p>hi</p><script>alert(1)</script>",
     "event handler": '<img src="/x.png" onerror="alert(1)"><p onclick="x()">p</p>',
     "javascript url": '<a href="javascript:alert(1)">x</a>',
     "javascript url with entities": '<a href="jav&#x09;ascript:alert(1)">x</a>',
@@ -19,7 +19,7 @@ ATTACKS = {
     "data url in img": '<img src="data:image/svg+xml;base64,PHN2Zz48L3N2Zz4=">',
     "data url in link": '<a href="data:text/html,<script>alert(1)</script>">x</a>',
     "style attribute": '<p style="background:url(javascript:alert(1))">x</p>',
-    "style element": '<style>body{background:red}</style><p>x</p>',
+    "style element": "<style>body{background:red}</style><p>x</p>",
     "iframe": '<iframe src="https://evil.example/"></iframe>',
     "object and embed": '<object data="x.swf"></object><embed src="x.swf">',
     "svg onload": '<svg onload="alert(1)"><circle r="1"/></svg>',
@@ -38,8 +38,14 @@ def test_it_leaves_no_script_capable_markup(name):
 
 
 def test_it_keeps_ordinary_formatting():
-    cleaned = clean_html("<p>A <b>bold</b> and <em>calm</em> <code>x</code></p><ul><li>one</li></ul>", BASE)
-    assert cleaned == "<p>A <b>bold</b> and <em>calm</em> <code>x</code></p><ul><li>one</li></ul>"
+    cleaned = clean_html(
+        "<p>A <b>bold</b> and <em>calm</em> <code>x</code></p><ul><li>one</li></ul>",
+        BASE,
+    )
+    assert (
+        cleaned
+        == "<p>A <b>bold</b> and <em>calm</em> <code>x</code></p><ul><li>one</li></ul>"
+    )
 
 
 def test_links_get_rel_noopener_noreferrer():
@@ -66,7 +72,10 @@ def test_plain_text_separates_blocks_and_drops_code():
 
 
 def test_text_to_html_escapes_everything():
-    assert text_to_html("<b>not bold</b>\n\nnext") == "<p>&lt;b&gt;not bold&lt;/b&gt;</p><p>next</p>"
+    assert (
+        text_to_html("<b>not bold</b>\n\nnext")
+        == "<p>&lt;b&gt;not bold&lt;/b&gt;</p><p>next</p>"
+    )
 
 
 def test_the_checker_itself_finds_attacks():

@@ -25,7 +25,9 @@ from newsroom.sources.models import Source
 
 def test_a_notify_in_another_process_wakes_this_one_over_the_channel_layer():
     if wake._cross_process_layer() is None:
-        pytest.skip("in-memory channel layer: one process, nothing crosses (set REDIS_URL)")
+        pytest.skip(
+            "in-memory channel layer: one process, nothing crosses (set REDIS_URL)"
+        )
     target = wake.WakeSignal()
     listener = wake.WakeListener(target=target)
     listener.start()
@@ -34,7 +36,10 @@ def test_a_notify_in_another_process_wakes_this_one_over_the_channel_layer():
         target.wait(0)
         code = "import django; django.setup(); from fold_app import wake; wake.notify(); assert wake.flush(10)"
         subprocess.run(
-            [sys.executable, "-c", code], cwd=settings.BASE_DIR, check=True, timeout=60,
+            [sys.executable, "-c", code],
+            cwd=settings.BASE_DIR,
+            check=True,
+            timeout=60,
             env={**os.environ, "DJANGO_SETTINGS_MODULE": "newsroom.settings"},
         )
         assert target.wait(10) is True
@@ -43,7 +48,9 @@ def test_a_notify_in_another_process_wakes_this_one_over_the_channel_layer():
 
 
 def test_without_a_cross_process_layer_the_listener_stays_off(settings):
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    settings.CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}
+    }
     from channels.layers import channel_layers
 
     channel_layers.backends.clear()
@@ -63,9 +70,13 @@ def test_serve_runs_the_fold_worker_unless_told_not_to(settings):
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_the_serve_role_folds_at_start_and_on_a_wake_without_blocking_the_loop(alice):
+async def test_the_serve_role_folds_at_start_and_on_a_wake_without_blocking_the_loop(
+    alice,
+):
     source = await Source.objects.acreate(reader=alice, url="https://ex.org/feed.xml")
-    await sync_to_async(record_delivery)(source=source, body=rss({"guid": "a", "title": "A"}), content_type=RSS_TYPE)
+    await sync_to_async(record_delivery)(
+        source=source, body=rss({"guid": "a", "title": "A"}), content_type=RSS_TYPE
+    )
     loop = asyncio.get_running_loop()
     folded: asyncio.Queue[str] = asyncio.Queue()
 
@@ -84,7 +95,9 @@ async def test_the_serve_role_folds_at_start_and_on_a_wake_without_blocking_the_
             ticks += 1
         assert ticks == 5
         # A delivery recorded later is folded on its wake signal (the tick is 60 s).
-        second = await sync_to_async(record_delivery)(source=source, body=rss({"guid": "b", "title": "B"}), content_type=RSS_TYPE)
+        second = await sync_to_async(record_delivery)(
+            source=source, body=rss({"guid": "b", "title": "B"}), content_type=RSS_TYPE
+        )
         assert await asyncio.wait_for(folded.get(), 20) == second.pk
     finally:
         stop.set()

@@ -10,7 +10,6 @@ import pytest
 from django.db import OperationalError
 
 from fold_app import wake
-from fold_app.fold import fold_delivery
 from fold_app.models import Delivery, Item
 from fold_app.tests.feeds import RSS_TYPE, rss
 from fold_app.worker import FoldRunner, Outcome, Worker, classify, fold_by_id
@@ -31,8 +30,11 @@ def journal(source, count, *, start=T0, step=timedelta(seconds=1), status="pendi
     for n in range(count):
         rows.append(
             Delivery.objects.create(
-                source=source, received_at=start + n * step, body=rss({"guid": f"g{n}", "title": f"T{n}"}),
-                content_type=RSS_TYPE, status=status,
+                source=source,
+                received_at=start + n * step,
+                body=rss({"guid": f"g{n}", "title": f"T{n}"}),
+                content_type=RSS_TYPE,
+                status=status,
             )
         )
     return rows
@@ -62,7 +64,13 @@ def clock_at(when):
 
 
 def warnings(caplog, text):
-    return [r for r in caplog.records if r.name == WORKER_LOG and r.levelno == logging.WARNING and text in r.getMessage()]
+    return [
+        r
+        for r in caplog.records
+        if r.name == WORKER_LOG
+        and r.levelno == logging.WARNING
+        and text in r.getMessage()
+    ]
 
 
 @pytest.mark.django_db
@@ -120,7 +128,9 @@ def test_lag_is_silent_on_the_first_pass_then_warned_once_per_pass(source, caplo
     worker.pass_once()
     assert warnings(caplog, "waited more than") == []
 
-    lagged = journal(source, 3, start=now - timedelta(minutes=20), step=timedelta(minutes=5))
+    lagged = journal(
+        source, 3, start=now - timedelta(minutes=20), step=timedelta(minutes=5)
+    )
     journal(source, 1, start=now - timedelta(seconds=30))  # fresh: not lagged
     worker.pass_once()
     (line,) = warnings(caplog, "waited more than")
@@ -145,7 +155,10 @@ def test_lag_is_warned_when_a_deferred_delivery_stops_the_pass(source, caplog):
         worker.pass_once()
     # Once per pass, even though no pass gets past the stuck head of the queue.
     assert len(warnings(caplog, "waited more than")) == 2
-    assert f"worst {stuck.pk} waited 7200 s" in warnings(caplog, "waited more than")[0].getMessage()
+    assert (
+        f"worst {stuck.pk} waited 7200 s"
+        in warnings(caplog, "waited more than")[0].getMessage()
+    )
 
 
 @pytest.mark.django_db
@@ -165,7 +178,9 @@ def test_out_of_order_warning_once_per_delivery_and_not_when_deferred(source, ca
     caplog.set_level(logging.INFO, logger=WORKER_LOG)
     (later,) = journal(source, 1, start=T0 + timedelta(minutes=1), status="parsed")
     (late_arrival,) = journal(source, 1, start=T0)  # stamped earlier, arrived after
-    other = Source.objects.create(reader=source.reader, url="https://other.example/feed")
+    other = Source.objects.create(
+        reader=source.reader, url="https://other.example/feed"
+    )
     journal(other, 1, start=T0 - timedelta(minutes=1))  # another source: in order
     worker = Worker(Recorder(scripted={late_arrival.pk: Outcome(deferred=1)}))
     worker.pass_once()
@@ -223,7 +238,9 @@ def test_signal_coalescing_capacity_one_and_lossy():
 
 
 @pytest.mark.django_db
-def test_record_delivery_wakes_the_worker_after_commit(source, django_capture_on_commit_callbacks):
+def test_record_delivery_wakes_the_worker_after_commit(
+    source, django_capture_on_commit_callbacks
+):
     from fold_app.journal import record_delivery
 
     wake.signal.wait(0)
@@ -256,7 +273,9 @@ def test_deadline_to_failed_and_the_queue_moves_on(source):
     assert Delivery.objects.get(pk=fine.pk).status == "parsed"
 
     # The abandoned fold wakes up later: it must not write anything.
-    abandoned = [t for t in threading.enumerate() if t.name == "fold" and t is not runner._thread]
+    abandoned = [
+        t for t in threading.enumerate() if t.name == "fold" and t is not runner._thread
+    ]
     release.set()
     for thread in abandoned:
         thread.join(5)
@@ -325,10 +344,27 @@ def test_classify_database_errors():
         except OperationalError as e:
             return e
 
-    assert classify(wrapped(sqlite3.OperationalError("database is locked"))) == "deferred"
-    assert classify(wrapped(pg.SerializationFailure("could not serialize"))) == "deferred"
-    assert classify(wrapped(pg.LockNotAvailable("canceling statement due to lock timeout"))) == "deferred"
-    assert classify(wrapped(pg.QueryCanceled("canceling statement due to user request"))) == "deferred"
-    assert classify(wrapped(pg.QueryCanceled("canceling statement due to statement timeout"))) == "deadline"
+    assert (
+        classify(wrapped(sqlite3.OperationalError("database is locked"))) == "deferred"
+    )
+    assert (
+        classify(wrapped(pg.SerializationFailure("could not serialize"))) == "deferred"
+    )
+    assert (
+        classify(
+            wrapped(pg.LockNotAvailable("canceling statement due to lock timeout"))
+        )
+        == "deferred"
+    )
+    assert (
+        classify(wrapped(pg.QueryCanceled("canceling statement due to user request")))
+        == "deferred"
+    )
+    assert (
+        classify(
+            wrapped(pg.QueryCanceled("canceling statement due to statement timeout"))
+        )
+        == "deadline"
+    )
     assert classify(wrapped(sqlite3.OperationalError("no such table: x"))) == "error"
     assert classify(ValueError("x")) == "error"

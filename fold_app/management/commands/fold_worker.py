@@ -8,20 +8,39 @@ import threading
 from django.core.management.base import BaseCommand
 
 from fold_app import wake
-from fold_app.worker import FOLD_DEADLINE_S, TICK_S, FoldRunner, Outcome, Worker, run_in_thread
+from fold_app.worker import (
+    FOLD_DEADLINE_S,
+    TICK_S,
+    FoldRunner,
+    Outcome,
+    Worker,
+    run_in_thread,
+)
 
 
 class Command(BaseCommand):
     help = "Fold pending deliveries into items (the fold worker). SIGTERM/SIGINT stop it between deliveries."
 
     def add_arguments(self, parser):
-        parser.add_argument("--once", action="store_true", help="One pass over the queue, then exit.")
-        parser.add_argument("--tick", type=float, default=TICK_S, help="Seconds between passes without a signal.")
         parser.add_argument(
-            "--deadline", type=float, default=FOLD_DEADLINE_S, help="Seconds one delivery may take to fold."
+            "--once", action="store_true", help="One pass over the queue, then exit."
+        )
+        parser.add_argument(
+            "--tick",
+            type=float,
+            default=TICK_S,
+            help="Seconds between passes without a signal.",
+        )
+        parser.add_argument(
+            "--deadline",
+            type=float,
+            default=FOLD_DEADLINE_S,
+            help="Seconds one delivery may take to fold.",
         )
 
-    def handle(self, *args, once: bool, tick: float, deadline: float, verbosity: int, **options):
+    def handle(
+        self, *args, once: bool, tick: float, deadline: float, verbosity: int, **options
+    ):
         report = self._report if verbosity >= 2 else None
         worker = Worker(FoldRunner(seconds=deadline), report=report)
         if once:
@@ -49,7 +68,10 @@ class Command(BaseCommand):
         # The loop runs on its own thread so the main thread only waits for
         # signals and never runs a handler inside the worker's locks.
         thread = threading.Thread(
-            target=run_in_thread, args=(worker, stop), kwargs={"tick": tick}, name="fold-worker"
+            target=run_in_thread,
+            args=(worker, stop),
+            kwargs={"tick": tick},
+            name="fold-worker",
         )
         thread.start()
         while thread.is_alive():
@@ -58,8 +80,18 @@ class Command(BaseCommand):
         self.stdout.write("Fold worker stopped.")
 
     def _report(self, delivery_id: str, outcome: Outcome) -> None:
-        state = "parsed" if outcome.parsed else "failed" if outcome.failed else "deferred" if outcome.deferred else "skipped"
-        self.stdout.write(f"folded {delivery_id} {state} items={outcome.items} new={outcome.new_items}")
+        state = (
+            "parsed"
+            if outcome.parsed
+            else "failed"
+            if outcome.failed
+            else "deferred"
+            if outcome.deferred
+            else "skipped"
+        )
+        self.stdout.write(
+            f"folded {delivery_id} {state} items={outcome.items} new={outcome.new_items}"
+        )
         self.stdout.flush()
 
     @staticmethod

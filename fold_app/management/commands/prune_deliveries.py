@@ -18,13 +18,21 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--days", type=int, default=None, help="Age in days (at least 1).")
+        parser.add_argument(
+            "--days", type=int, default=None, help="Age in days (at least 1)."
+        )
 
     def handle(self, *args, days: int | None, **options):
         days = settings.NEWSROOM_DELIVERY_RETENTION_DAYS if days is None else days
         if days < 1:
             raise CommandError("--days must be at least 1")
         cutoff = timezone.now() - timedelta(days=days)
-        self.stdout.write(f"Pruning bodies of folded deliveries received before {cutoff:%Y-%m-%d %H:%M} UTC...")
+        self.stdout.write(
+            f"Pruning bodies of folded deliveries received before {cutoff:%Y-%m-%d %H:%M} UTC..."
+        )
         pruned = prune_bodies(cutoff)
-        self.stdout.write(self.style.SUCCESS(f"Pruned {pruned} delivery bodies; their rows and outcomes remain."))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Pruned {pruned} delivery bodies; their rows and outcomes remain."
+            )
+        )

@@ -16,7 +16,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument(
-            "--check", action="store_true", help="Compare only; exit non-zero when anything differs."
+            "--check",
+            action="store_true",
+            help="Compare only; exit non-zero when anything differs.",
         )
 
     def handle(self, *args, check: bool, **options):
@@ -40,7 +42,9 @@ class Command(BaseCommand):
         checked = f"{report.sources} sources, {report.deliveries} deliveries"
         if check:
             if report.differing:
-                lines = "\n".join("  " + diff.summary() for diff in report.differing[:50])
+                lines = "\n".join(
+                    "  " + diff.summary() for diff in report.differing[:50]
+                )
                 more = len(report.differing) - 50
                 raise CommandError(
                     f"The live items differ from a replay of the journal in {len(report.differing)} "
@@ -48,7 +52,9 @@ class Command(BaseCommand):
                     + (f"\n  ... and {more} more" if more > 0 else "")
                     + "\nRun `manage.py reindex` to rebuild them."
                 )
-            self.stdout.write(self.style.SUCCESS(f"The live items match the journal ({checked})."))
+            self.stdout.write(
+                self.style.SUCCESS(f"The live items match the journal ({checked}).")
+            )
             return
         self.stdout.write(
             self.style.SUCCESS(
