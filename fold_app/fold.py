@@ -200,13 +200,27 @@ def _limit_statements(deadline: Deadline | None) -> None:
 def _record_outcome(delivery: Delivery, result: FoldResult) -> None:
     message = result.error or " ".join(result.notes)
     now = timezone.now()
-    updated = Delivery.objects.filter(pk=delivery.pk, status__in=QUEUED).update(
-        status=result.status,
-        parse_error=message,
-        folded_at=now,
-        items_count=result.items,
-        new_items_count=result.new_items,
-    )
+    # Plain SQL: this runs once per delivery and the ORM's query building costs
+    # more than the update. Conditional on still being queued (see module doc).
+    ops = connection.ops
+    table, q = ops.quote_name(Delivery._meta.db_table), ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET {q('status')} = %s, {q('parse_error')} = %s, "
+            f"{q('folded_at')} = %s, {q('items_count')} = %s, "
+            f"{q('new_items_count')} = %s "
+            f"WHERE {q('id')} = %s AND {q('status')} IN (%s, %s)",
+            [
+                str(result.status),
+                message,
+                ops.adapt_datetimefield_value(now),
+                result.items,
+                result.new_items,
+                delivery.pk,
+                *map(str, QUEUED),
+            ],
+        )
+        updated = cursor.rowcount
     if updated != 1:
         raise _AlreadyFolded(delivery.pk)
     delivery.status, delivery.parse_error, delivery.folded_at = (
@@ -305,68 +319,92 @@ def mark_deferred(delivery_id: str) -> None:
 
 class DatabaseItems:
     """One source's rows in the items table, read and written in bulk: one query
-    to load the keys a delivery touches, one insert, one update."""
-
-    _FIELDS = JOURNAL_FIELDS
+    loads the keys a delivery touches, one executemany inserts, one updates.
+    Plain tuples, not model instances: preparing every field of every row
+    through the ORM costs more than the statements themselves."""
 
     def __init__(self, source: Source) -> None:
         self.source = source
-        self._rows: dict[str, Item] = {}
+        self._ids: dict[str, int] = {}
 
     def load(self, keys) -> dict[str, ItemState]:
-        rows = Item.objects.filter(source_id=self.source.pk, key__in=list(keys)).only(
-            "id", "key", *self._FIELDS
+        keys = list(keys)
+        if not keys:
+            return {}
+        ops = connection.ops
+        columns = ("id", "key", *JOURNAL_FIELDS)
+        sql = (
+            f"SELECT {', '.join(map(ops.quote_name, columns))} "
+            f"FROM {ops.quote_name(Item._meta.db_table)} "
+            f"WHERE {ops.quote_name('source_id')} = %s "
+            f"AND {ops.quote_name('key')} IN ({', '.join(['%s'] * len(keys))})"
         )
-        self._rows = {row.key: row for row in rows}
-        return {key: state_of(row) for key, row in self._rows.items()}
+        # SQLite hands datetimes back as text; the backend's own converter makes
+        # them the aware datetimes the ORM would give (PostgreSQL needs none).
+        convert = getattr(ops, "convert_datetimefield_value", None)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [self.source.pk, *keys])
+            rows = cursor.fetchall()
+        states = {}
+        for pk, key, *values in rows:
+            if convert is not None:
+                values = [
+                    convert(v, None, connection) if n in _DATETIME_FIELDS else v
+                    for n, v in zip(JOURNAL_FIELDS, values, strict=True)
+                ]
+            self._ids[key] = pk
+            states[key] = ItemState(key, *values)
+        return states
 
     def save(self, states: list[ItemState], created: set[str]) -> None:
-        new_states, changed_rows = [], []
-        for state in states:
-            if state.key in created:
-                new_states.append(state)
-                continue
-            row = self._rows[state.key]
-            for name in self._FIELDS:
-                setattr(row, name, getattr(state, name))
-            changed_rows.append(row)
-        if new_states:
-            self._insert(new_states)
-        if changed_rows:
-            Item.objects.bulk_update(changed_rows, list(self._FIELDS))
-
-    def _insert(self, states: list[ItemState]) -> None:
-        # One executemany of plain tuples: bulk_create prepares every field of
-        # every row through the ORM, which costs more than the insert itself.
         ops = connection.ops
-        columns = ("source_id", "key", "category_id", *self._FIELDS)
-        sql = "INSERT INTO {} ({}) VALUES ({})".format(
-            ops.quote_name(Item._meta.db_table),
-            ", ".join(ops.quote_name(c) for c in columns),
-            ", ".join(["%s"] * len(columns)),
-        )
-        when = ops.adapt_datetimefield_value
-        rows = [
-            (
-                self.source.pk,
-                s.key,
-                self.source.category_id,
-                s.guid,
-                s.url,
-                s.title,
-                s.author,
-                when(s.published),
-                s.html,
-                s.text,
-                s.completeness,
-                s.delivery_id,
-                when(s.updated_at),
-                when(s.first_seen_at),
-            )
-            for s in states
-        ]
+        table = ops.quote_name(Item._meta.db_table)
+        new_rows, changed_rows = [], []
+        for state in states:
+            values = self._values(state)
+            if state.key in created:
+                new_rows.append(
+                    (self.source.pk, state.key, self.source.category_id, *values)
+                )
+            else:
+                changed_rows.append((*values, self._ids[state.key]))
         with connection.cursor() as cursor:
-            cursor.executemany(sql, rows)
+            if new_rows:
+                columns = ("source_id", "key", "category_id", *JOURNAL_FIELDS)
+                cursor.executemany(
+                    f"INSERT INTO {table} ({', '.join(map(ops.quote_name, columns))}) "
+                    f"VALUES ({', '.join(['%s'] * len(columns))})",
+                    new_rows,
+                )
+            if changed_rows:
+                assignments = ", ".join(
+                    f"{ops.quote_name(c)} = %s" for c in JOURNAL_FIELDS
+                )
+                cursor.executemany(
+                    f"UPDATE {table} SET {assignments} WHERE {ops.quote_name('id')} = %s",
+                    changed_rows,
+                )
+
+    @staticmethod
+    def _values(state: ItemState) -> tuple:
+        # In JOURNAL_FIELDS order.
+        when = connection.ops.adapt_datetimefield_value
+        return (
+            state.guid,
+            state.url,
+            state.title,
+            state.author,
+            when(state.published),
+            state.html,
+            state.text,
+            state.completeness,
+            state.delivery_id,
+            when(state.updated_at),
+            when(state.first_seen_at),
+        )
+
+
+_DATETIME_FIELDS = frozenset({"published", "updated_at", "first_seen_at"})
 
 
 def state_of(item: Item) -> ItemState:

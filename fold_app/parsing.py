@@ -129,36 +129,41 @@ def parse_feed(body: bytes, content_type: str = "", url: str = "") -> ParseResul
 
 
 def _feedparser_entry(entry, feed_base: str) -> RawEntry:
+    # dict.get, not entry.get: FeedParserDict's own lookup runs its key aliases
+    # on every call, and these are the keys feedparser actually stores.
+    get = dict.get
     raw = RawEntry(
-        guid=str(entry.get("id") or "").strip(),
-        url=str(entry.get("link") or "").strip(),
-        author=str(entry.get("author") or "").strip(),
+        guid=str(get(entry, "id") or "").strip(),
+        url=str(get(entry, "link") or "").strip(),
+        author=str(get(entry, "author") or "").strip(),
         published=_struct_time(
-            entry.get("published_parsed") or entry.get("updated_parsed")
+            get(entry, "published_parsed") or get(entry, "updated_parsed")
         ),
         base=feed_base,
     )
-    title = entry.get("title_detail")
+    title = get(entry, "title_detail")
     if title is not None:
-        raw.title = title.get("value") or ""
-        raw.title_is_html = "html" in (title.get("type") or "")
+        raw.title = get(title, "value") or ""
+        raw.title_is_html = "html" in (get(title, "type") or "")
     body = _best_content(entry)
     if body is not None:
-        raw.content = body.get("value") or ""
-        raw.content_is_html = "html" in (body.get("type") or "text/html")
-        raw.base = body.get("base") or raw.url or feed_base
+        raw.content = get(body, "value") or ""
+        raw.content_is_html = "html" in (get(body, "type") or "text/html")
+        raw.base = get(body, "base") or raw.url or feed_base
     return raw
 
 
 def _best_content(entry):
     # Full content beats the summary; among several, the longest HTML one.
-    contents = [c for c in entry.get("content") or [] if c.get("value")]
+    get = dict.get
+    contents = [c for c in get(entry, "content") or [] if get(c, "value")]
     if contents:
         return max(
-            contents, key=lambda c: ("html" in (c.get("type") or ""), len(c["value"]))
+            contents,
+            key=lambda c: ("html" in (get(c, "type") or ""), len(get(c, "value"))),
         )
-    summary = entry.get("summary_detail")
-    if summary is not None and summary.get("value"):
+    summary = get(entry, "summary_detail")
+    if summary is not None and get(summary, "value"):
         return summary
     return None
 

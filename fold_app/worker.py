@@ -16,16 +16,14 @@ Why it is built this way (after the reference design in DESIGN.md):
 from __future__ import annotations
 
 import logging
-import queue
 import sqlite3
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import OperationalError, close_old_connections, connection, connections
-from django.db.models import Q
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from fold_app import wake
@@ -122,63 +120,13 @@ def fold_by_id(delivery_id: str, deadline: Deadline | None = None) -> FoldResult
     return fold_delivery(delivery, deadline=deadline)
 
 
-class _Job:
-    def __init__(self, delivery_id: str, deadline: Deadline) -> None:
-        self.delivery_id = delivery_id
-        self.deadline = deadline
-        self.result: FoldResult | None = None
-        self.error: BaseException | None = None
-        self.done = threading.Event()
+class FoldStep:
+    """The worker's default fold step: one delivery, inline, under its deadline.
 
-
-class _FoldThread(threading.Thread):
-    """Runs folds one at a time. A daemon, so a fold that never returns cannot
-    keep the process alive at exit; its transaction dies with the connection."""
-
-    _REFRESH_S = 60.0
-
-    def __init__(self, fold: Callable[[str, Deadline], FoldResult]) -> None:
-        super().__init__(name="fold", daemon=True)
-        self._fold = fold
-        self._jobs: queue.Queue[_Job | None] = queue.Queue()
-        self._refreshed = time.monotonic()
-
-    def submit(self, job: _Job) -> None:
-        self._jobs.put(job)
-
-    def retire(self) -> None:
-        self._jobs.put(None)
-
-    def run(self) -> None:
-        try:
-            while (job := self._jobs.get()) is not None:
-                if time.monotonic() - self._refreshed > self._REFRESH_S:
-                    close_old_connections()  # honour CONN_MAX_AGE in a long-lived thread
-                    self._refreshed = time.monotonic()
-                try:
-                    job.result = self._fold(job.delivery_id, job.deadline)
-                except BaseException as e:  # noqa: BLE001 - handed to the waiting pass
-                    job.error = e
-                    connection.close_if_unusable_or_obsolete()
-                finally:
-                    job.done.set()
-        finally:
-            connections.close_all()
-
-
-class FoldRunner:
-    """The worker's default fold step: one delivery under its deadline.
-
-    Python cannot stop a running thread, so the deadline is enforced in two
-    ways. The fold checks it at safe points (after parsing, between entries,
-    before commit) and PostgreSQL cancels a statement that outlives it. And the
-    pass waits for the fold thread only until the deadline: then it records the
-    delivery failed and moves on with a fresh thread. The abandoned fold keeps
-    its thread (and CPU) until its current step returns; it then fails its next
-    check and rolls back, and since its outcome write is conditional on the
-    delivery still being queued, it can never commit over the failure. What is
-    guaranteed: the queue moves on, and a delivery is never both failed and
-    folded. What is not: the CPU of a stuck parse is wasted until it returns.
+    The fold checks its deadline at safe points (after parsing, between entries,
+    before commit) and PostgreSQL cancels a statement that outlives it. A fold
+    stuck in between (a parse that never returns) is the supervisor's job: see
+    Worker.supervised_pass. `current` tells the supervisor what is folding.
     """
 
     def __init__(
@@ -188,58 +136,62 @@ class FoldRunner:
     ) -> None:
         self.seconds = seconds
         self._fold = fold
-        self._thread: _FoldThread | None = None
+        self.current: tuple[str, Deadline] | None = None
 
     def __call__(self, delivery_id: str) -> Outcome:
-        if self._thread is None or not self._thread.is_alive():
-            self._thread = _FoldThread(self._fold)
-            self._thread.start()
         deadline = Deadline(self.seconds)
-        job = _Job(delivery_id, deadline)
-        self._thread.submit(job)
-        if not job.done.wait(self.seconds):
-            deadline.abandoned = True
-            self._thread.retire()
-            self._thread = None
-            message = f"Folding took longer than {describe_seconds(self.seconds)}; it was given up."
-            log.error("delivery %s: %s", delivery_id, message)
-            return self._fail(delivery_id, message)
-        if job.error is None:
-            return Outcome.of(job.result)
-        kind = classify(job.error)
+        mine = self.current = (delivery_id, deadline)
+        try:
+            return Outcome.of(self._fold(delivery_id, deadline))
+        except Exception as e:  # noqa: BLE001 - one delivery's error never ends a pass
+            if deadline.abandoned:
+                return Outcome(skipped=1)  # the supervisor has recorded it failed
+            return self._outcome_of_error(delivery_id, e)
+        finally:
+            if self.current is mine:  # an abandoned fold must not clear its successor
+                self.current = None
+
+    def _outcome_of_error(self, delivery_id: str, error: Exception) -> Outcome:
+        if not connection.in_atomic_block:
+            connection.close_if_unusable_or_obsolete()  # a broken connection goes
+        kind = classify(error)
         if kind == "deferred":
-            log.info("delivery %s deferred: %s", delivery_id, job.error)
+            log.info("delivery %s deferred: %s", delivery_id, error)
             mark_deferred(delivery_id)
             return Outcome(deferred=1)
         if kind == "deadline":
-            message = f"Folding took longer than {describe_seconds(self.seconds)}; it was given up."
-        else:
-            log.error(
-                "delivery %s could not be folded", delivery_id, exc_info=job.error
-            )
-            message = (
-                f"Internal error while folding: {type(job.error).__name__}: {job.error}"
-            )
-        return self._fail(delivery_id, message)
+            return self.fail(delivery_id, self.timeout_message())
+        log.error("delivery %s could not be folded", delivery_id, exc_info=error)
+        return self.fail(
+            delivery_id,
+            f"Internal error while folding: {type(error).__name__}: {error}",
+        )
 
-    def _fail(self, delivery_id: str, message: str) -> Outcome:
+    def timeout_message(self) -> str:
+        return f"Folding took longer than {describe_seconds(self.seconds)}; it was given up."
+
+    def fail(self, delivery_id: str, message: str) -> Outcome:
         try:
-            return (
-                Outcome(failed=1)
-                if record_failure(delivery_id, message)
-                else Outcome(skipped=1)
-            )
+            if record_failure(delivery_id, message):
+                return Outcome(failed=1)
+            return Outcome(skipped=1)
         except Exception:  # noqa: BLE001 - it stays pending; the cursor moves on
             log.exception(
                 "the failure of delivery %s could not be recorded", delivery_id
             )
             return Outcome()
 
-    def close(self) -> None:
-        if self._thread is not None:
-            self._thread.retire()
-            self._thread.join(timeout=5)
-            self._thread = None
+
+class _PassStop:
+    """Stops a pass thread when the caller stops, or when the supervisor gives
+    up on it."""
+
+    def __init__(self, outer: threading.Event | None) -> None:
+        self.outer = outer
+        self.abandoned = False
+
+    def is_set(self) -> bool:
+        return self.abandoned or (self.outer is not None and self.outer.is_set())
 
 
 @dataclass
@@ -271,7 +223,7 @@ class Worker:
         lag_threshold: timedelta = LAG_THRESHOLD,
         report: Callable[[str, Outcome], None] | None = None,
     ) -> None:
-        self.fold = fold if fold is not None else FoldRunner()
+        self.fold = fold if fold is not None else FoldStep()
         self.clock = clock
         self.batch_size = batch_size
         self.lag_threshold = lag_threshold
@@ -290,10 +242,11 @@ class Worker:
             log.info("pending backlog at start: %d deliveries", count)
         return count
 
-    def pass_once(self, stop: threading.Event | None = None) -> Outcome:
-        """Fold the queue once, in journal order, until it is empty, a delivery is
-        deferred, or `stop` is set (checked between deliveries, never mid-fold)."""
-        total = Outcome()
+    def pass_once(self, stop=None, total: Outcome | None = None) -> Outcome:
+        """Fold the queue once, in journal order, on this thread, until it is
+        empty, a delivery is deferred, or `stop` is set (checked between
+        deliveries, never mid-fold). Counts go into `total` as they happen."""
+        total = Outcome() if total is None else total
         cursor: tuple[datetime, str] | None = None
         lag = _Lag(self.lag_threshold)
         while True:
@@ -306,6 +259,7 @@ class Worker:
                 self._warn_lag(lag)
                 self.startup_done = True
                 return total
+            newest = self._newest_parsed({source_id for _, _, source_id in batch})
             for delivery_id, received_at, source_id in batch:
                 if stop is not None and stop.is_set():
                     return total
@@ -313,7 +267,7 @@ class Worker:
                 # Asked before folding (afterwards the delivery itself is parsed)
                 # and said only after a fold that happened.
                 out_of_order = self._later_already_parsed(
-                    delivery_id, received_at, source_id
+                    delivery_id, received_at, source_id, newest
                 )
                 outcome = self.fold(delivery_id)
                 total.add(outcome)
@@ -348,11 +302,41 @@ class Worker:
         )
         return list(rows[: self.batch_size])
 
+    def _newest_parsed(self, source_ids: set[int]) -> dict[int, datetime] | None:
+        """Per source, the latest journal time of a parsed delivery. Asked once per
+        batch: this pass folds in journal order, so its own folds never come after
+        a delivery still ahead of it in the batch, and the answer holds for the
+        whole batch (with one worker, as DESIGN.md has it)."""
+        try:
+            rows = (
+                Delivery.objects.filter(
+                    source_id__in=source_ids, status=Delivery.Status.PARSED
+                )
+                .values("source_id")
+                .annotate(newest=Max("received_at"))
+                .values_list("source_id", "newest")
+            )
+            return dict(rows)
+        except Exception:  # noqa: BLE001 - an observation must not cost the delivery
+            log.exception("journal order check failed")
+            return None
+
     def _later_already_parsed(
-        self, delivery_id: str, received_at: datetime, source_id: int
+        self,
+        delivery_id: str,
+        received_at: datetime,
+        source_id: int,
+        newest: dict[int, datetime] | None,
     ) -> bool:
         # Per source: items are per source, so only a later delivery of the same
         # source can have decided a merge this one should have come before.
+        if newest is not None:
+            latest = newest.get(source_id)
+            if latest is None or latest < received_at:
+                return False
+            if latest > received_at:
+                return True
+            # Same journal time: the ids decide, and only a query knows them.
         try:
             return (
                 Delivery.objects.filter(
@@ -379,6 +363,62 @@ class Worker:
             lag.worst.total_seconds(),
         )
 
+    def supervised_pass(self, stop: threading.Event | None = None) -> Outcome:
+        """One pass, run on a pass thread this thread supervises.
+
+        Python cannot stop a running thread, so a fold stuck past its deadline
+        is given up: the supervisor records the delivery failed, marks the fold
+        abandoned and starts a fresh pass thread, which carries on with the rest
+        of the queue. The abandoned fold keeps its thread (and CPU) until its
+        current step returns; then it fails its next deadline check and rolls
+        back, and since its outcome write is conditional on the delivery still
+        being queued, it can never commit over the failure. Guaranteed: the
+        queue moves on, and no delivery is both failed and folded. Not: the CPU
+        a stuck parse burns until it returns.
+        """
+        total = Outcome()
+        step = self.fold
+        while True:
+            pass_stop = _PassStop(stop)
+            outcome, done, errors = Outcome(), threading.Event(), []
+
+            def body(pass_stop=pass_stop, outcome=outcome, done=done, errors=errors):
+                try:
+                    self.pass_once(pass_stop, total=outcome)
+                except BaseException as e:  # noqa: BLE001 - raised on the caller's thread
+                    errors.append(e)
+                finally:
+                    connections.close_all()
+                    done.set()
+
+            threading.Thread(target=body, name="fold-pass", daemon=True).start()
+            stuck = self._watch(step, done)
+            if stuck is None:
+                if errors:
+                    raise errors[0]
+                total.add(outcome)
+                return total
+            delivery_id, deadline = stuck
+            deadline.abandoned = True
+            pass_stop.abandoned = True
+            total.add(outcome)  # what the pass folded before it got stuck
+            log.error("delivery %s: %s", delivery_id, step.timeout_message())
+            total.add(step.fail(delivery_id, step.timeout_message()))
+
+    @staticmethod
+    def _watch(step, done: threading.Event) -> tuple[str, Deadline] | None:
+        """Wait for the pass to end; the fold it is stuck in, if it passes its
+        deadline first. Wakes only at deadlines, never per delivery."""
+        seconds = getattr(step, "seconds", FOLD_DEADLINE_S)
+        while True:
+            current = getattr(step, "current", None)
+            timeout = current[1].remaining() if current else seconds
+            if done.wait(max(timeout, 0.0)):
+                return None
+            if current is not None and step.current is current:
+                if current[1].remaining() <= 0:
+                    return current
+
     def run(
         self,
         stop: threading.Event,
@@ -395,16 +435,13 @@ class Worker:
         while not stop.is_set():
             try:
                 _refresh_connection()
-                self.pass_once(stop)
+                self.supervised_pass(stop)
             except Exception:  # noqa: BLE001 - a worker that died here would stop folding for good
                 if not stop.is_set():
                     log.exception("fold pass failed")
             if stop.is_set():
                 break
             signal.wait(tick)
-        close = getattr(self.fold, "close", None)
-        if close is not None:
-            close()
 
 
 def _refresh_connection() -> None:

@@ -14,16 +14,11 @@ from fold_app.fold import state_of
 from fold_app.models import Delivery, Item
 from fold_app.retention import prune_bodies
 from fold_app.tests.feeds import RSS_TYPE, rss
-from fold_app.worker import Outcome, Worker, fold_by_id
+from fold_app.worker import Worker
 from newsroom.sources.models import Source
 
 pytestmark = pytest.mark.django_db
 T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
-
-
-def inline_fold(delivery_id: str) -> Outcome:
-    # The worker's own thread would not see this test's transaction.
-    return Outcome.of(fold_by_id(delivery_id))
 
 
 def entry(rng: random.Random, guid: str, n: int) -> dict:
@@ -63,7 +58,7 @@ def test_replay_equality_on_a_shuffled_arrival_of_concurrent_deliveries(alice, c
         )
     # ...but rows become visible in another order, and the worker folds in between.
     rng.shuffle(planned)
-    worker = Worker(inline_fold)
+    worker = Worker()
     for start in range(0, len(planned), 7):
         for received_at, source, body in planned[start : start + 7]:
             Delivery.objects.create(
@@ -93,7 +88,7 @@ def test_check_reports_differences_and_reindex_repairs_them(alice):
                 {"guid": "shared", "title": f"S{n}"},
             ),
         )
-    Worker(inline_fold).pass_once()
+    Worker().pass_once()
     live = snapshot()
     Item.objects.filter(title="T0").update(title="tampered")
     Item.objects.filter(title="T1").delete()
@@ -126,7 +121,7 @@ def test_pruned_bodies_keep_the_row_and_reindex_names_the_source(alice, capsys):
             body=rss({"guid": "g", "title": "t"}),
             content_type=RSS_TYPE,
         )
-    Worker(inline_fold).pass_once()
+    Worker().pass_once()
     waiting = Delivery.objects.create(
         source=pruned, received_at=old, body=rss(), content_type=RSS_TYPE
     )

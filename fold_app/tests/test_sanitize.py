@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from fold_app.sanitize import clean_html, html_to_text, text_to_html
+from fold_app.sanitize import (
+    clean_html,
+    html_to_text,
+    sanitized_html_to_text,
+    text_to_html,
+)
 from fold_app.tests.markup import unsafe_markup
 
 BASE = "https://example.org/blog/feed.xml"
@@ -84,3 +89,14 @@ def test_the_checker_itself_finds_attacks():
         if name in ("comment trick",):
             continue
         assert unsafe_markup(html), name
+
+
+def test_text_of_sanitized_html_matches_the_general_extraction():
+    samples = [
+        '<p>Tom &amp; Jerry <a href="https://x.example/?a=1&amp;b=2" title="a>b">link</a></p>',
+        "<ul><li>one</li><li>two</li></ul><p>&lt;script&gt; is text</p><br>end",
+        '<img alt="x > y" src="https://x.example/i.png"> caption',
+    ]
+    for html in samples:
+        cleaned = clean_html(html, BASE)
+        assert sanitized_html_to_text(cleaned) == html_to_text(cleaned), cleaned

@@ -12,7 +12,7 @@ from django.db import OperationalError
 from fold_app import wake
 from fold_app.models import Delivery, Item
 from fold_app.tests.feeds import RSS_TYPE, rss
-from fold_app.worker import FoldRunner, Outcome, Worker, classify, fold_by_id
+from fold_app.worker import FoldStep, Outcome, Worker, classify, fold_by_id
 from newsroom.sources.models import Source
 
 T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
@@ -203,7 +203,7 @@ def test_shutdown_is_checked_between_deliveries(source):
     assert Delivery.objects.get(pk=rows[0].pk).status == "parsed"
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # run() folds on a pass thread
 def test_backlog_at_start_is_logged_once(source, caplog):
     caplog.set_level(logging.INFO, logger=WORKER_LOG)
     journal(source, 4)
@@ -252,7 +252,7 @@ def test_record_delivery_wakes_the_worker_after_commit(
     assert wake.signal.wait(0) is True
 
 
-# --- The real fold step: a thread per fold, so these tests commit for real ---
+# --- The real fold step ---
 
 
 @pytest.mark.django_db(transaction=True)
@@ -265,27 +265,38 @@ def test_deadline_to_failed_and_the_queue_moves_on(source):
             release.wait(10)  # a parse that hangs past its deadline
         return fold_by_id(delivery_id, deadline)
 
-    runner = FoldRunner(seconds=0.2, fold=fold)
-    outcome = Worker(runner).pass_once()
+    outcome = Worker(FoldStep(seconds=0.2, fold=fold)).supervised_pass()
     assert (outcome.failed, outcome.parsed) == (1, 1)
     stuck.refresh_from_db()
     assert stuck.status == "failed" and "took longer than 0.2 s" in stuck.parse_error
     assert Delivery.objects.get(pk=fine.pk).status == "parsed"
 
     # The abandoned fold wakes up later: it must not write anything.
-    abandoned = [
-        t for t in threading.enumerate() if t.name == "fold" and t is not runner._thread
-    ]
+    abandoned = [t for t in threading.enumerate() if t.name == "fold-pass"]
     release.set()
     for thread in abandoned:
         thread.join(5)
     stuck.refresh_from_db()
     assert stuck.status == "failed"
     assert not Item.objects.filter(delivery_id=stuck.pk).exists()
-    runner.close()
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db
+def test_a_fold_that_notices_its_own_deadline_fails_without_writing(source):
+    (slow,) = journal(source, 1)
+
+    def fold(delivery_id, deadline):
+        deadline.expires_at = 0  # the budget ran out while it parsed
+        return fold_by_id(delivery_id, deadline)
+
+    outcome = Worker(FoldStep(seconds=5, fold=fold)).pass_once()
+    assert outcome.failed == 1
+    slow.refresh_from_db()
+    assert slow.status == "failed" and "took longer than 5 s" in slow.parse_error
+    assert not Item.objects.exists()
+
+
+@pytest.mark.django_db
 def test_a_pass_never_dies_from_one_deliverys_error(source):
     broken, fine = journal(source, 2)
 
@@ -294,15 +305,13 @@ def test_a_pass_never_dies_from_one_deliverys_error(source):
             raise RuntimeError("a bug")
         return fold_by_id(delivery_id, deadline)
 
-    runner = FoldRunner(fold=fold)
-    outcome = Worker(runner).pass_once()
-    runner.close()
+    outcome = Worker(FoldStep(fold=fold)).pass_once()
     assert (outcome.failed, outcome.parsed) == (1, 1)
     broken.refresh_from_db()
     assert broken.status == "failed" and "RuntimeError: a bug" in broken.parse_error
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db
 def test_database_busy_defers_and_holds_the_queue(source):
     busy, after = journal(source, 2)
 
@@ -311,26 +320,23 @@ def test_database_busy_defers_and_holds_the_queue(source):
             raise OperationalError("database is locked")
         return fold_by_id(delivery_id, deadline)
 
-    runner = FoldRunner(fold=fold)
-    outcome = Worker(runner).pass_once()
-    runner.close()
+    outcome = Worker(FoldStep(fold=fold)).pass_once()
     assert outcome == Outcome(deferred=1)
     assert Delivery.objects.get(pk=busy.pk).status == "deferred"
     assert Delivery.objects.get(pk=after.pk).status == "pending"
     # Deferred deliveries are still the queue.
-    runner = FoldRunner()
-    assert Worker(runner).pass_once().parsed == 2
-    runner.close()
+    assert Worker().pass_once().parsed == 2
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_real_fold_step_folds_everything(source):
+def test_the_supervised_pass_folds_everything_on_its_own_thread(source):
     journal(source, 5)
-    runner = FoldRunner()
-    outcome = Worker(runner).pass_once()
-    runner.close()
+    outcome = Worker().supervised_pass()
     assert (outcome.parsed, outcome.items, outcome.new_items) == (5, 5, 5)
     assert Item.objects.count() == 5
+    assert not [
+        t for t in threading.enumerate() if t.name == "fold-pass" and t.is_alive()
+    ]
 
 
 def test_classify_database_errors():

@@ -11,7 +11,7 @@ from fold_app import wake
 from fold_app.worker import (
     FOLD_DEADLINE_S,
     TICK_S,
-    FoldRunner,
+    FoldStep,
     Outcome,
     Worker,
     run_in_thread,
@@ -42,11 +42,10 @@ class Command(BaseCommand):
         self, *args, once: bool, tick: float, deadline: float, verbosity: int, **options
     ):
         report = self._report if verbosity >= 2 else None
-        worker = Worker(FoldRunner(seconds=deadline), report=report)
+        worker = Worker(FoldStep(seconds=deadline), report=report)
         if once:
             self.stdout.write(f"Pending deliveries: {worker.log_backlog()}")
-            outcome = worker.pass_once()
-            worker.fold.close()
+            outcome = worker.supervised_pass()
             self.stdout.write(self._summary(outcome))
             return
 
