@@ -43,6 +43,7 @@ _DROP_WITH_CONTENT = frozenset(
 _TAGS = frozenset(nh3.ALLOWED_TAGS) - {"map", "area", "nav", "header", "footer"}
 
 
+@lru_cache(maxsize=4096)  # bases repeat for every entry of a feed
 def is_absolute_http(url: str) -> bool:
     try:
         parts = urlsplit(url)

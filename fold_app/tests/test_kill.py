@@ -164,3 +164,25 @@ def test_kill_9_mid_pass_loses_nothing_and_writes_nothing_twice(alice, tmp_path)
     assert not Item.objects.exclude(delivery__status="parsed").exists()
     assert not Item.objects.filter(html="").exists()
     call_command("reindex", "--check")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_and_sigint_stop_the_worker_between_deliveries(alice, tmp_path, signum):
+    rng = random.Random(3)
+    make_journal(alice, rng)
+    worker = start_worker(log=tmp_path / "worker.log")
+    folded = 0
+    for line in worker.stdout:
+        if line.startswith("folded "):
+            folded += 1
+            if folded == 20:
+                break
+    worker.send_signal(signum)
+    rest, _ = worker.communicate(timeout=60)
+    assert worker.returncode == 0
+    assert rest.rstrip().endswith("Fold worker stopped.")
+    # It stopped mid-queue, and every delivery it touched is whole.
+    assert Delivery.objects.filter(status="pending").exists()
+    parsed = Delivery.objects.filter(status="parsed")
+    assert set(parsed.values_list("items_count", flat=True)) <= {3}
+    assert sum(parsed.values_list("new_items_count", flat=True)) == Item.objects.count()
