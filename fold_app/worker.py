@@ -69,25 +69,20 @@ class Outcome:
         return cls(skipped=1)
 
 
-class FoldCancelled(Exception):
-    """The fold was cancelled from outside; the delivery stays queued."""
-
-
 # PostgreSQL SQLSTATEs that mean "busy or gone for now, try again later".
 _TRANSIENT_SQLSTATES = {"40001", "40P01", "55P03", "57P01", "57P02", "57P03", "53300"}
 
 
 def classify(exc: BaseException) -> str:
-    """ "deferred" (database busy, outside cancellation), "deadline" (our own
-    statement timeout), or "error" (anything else: the delivery fails)."""
+    """What a fold's exception means: "deferred" (database busy, or cancelled
+    from outside: the delivery stays queued), "deadline" (our own statement
+    timeout) or "error" (anything else: the delivery fails)."""
     seen = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         if isinstance(current, FoldTimeout):
             return "deadline"
-        if isinstance(current, FoldCancelled):
-            return "deferred"
         if isinstance(current, (sqlite3.OperationalError, OperationalError)):
             message = str(current).lower()
             if (
@@ -211,8 +206,9 @@ class _Lag:
 
 
 class Worker:
-    """Folds the queue. `pass_once` is the synchronous entry point tests call;
-    `run` loops it on the wake signal and the tick."""
+    """Folds the queue. `pass_once` is the synchronous one-pass entry point
+    (tests call it); `supervised_pass` runs it on a thread held to the fold
+    deadline; `run` repeats that on the wake signal and the tick."""
 
     def __init__(
         self,
@@ -412,6 +408,8 @@ class Worker:
         seconds = getattr(step, "seconds", FOLD_DEADLINE_S)
         while True:
             current = getattr(step, "current", None)
+            if current is not None and current[1].abandoned:
+                current = None  # already given up; its successor has not begun
             timeout = current[1].remaining() if current else seconds
             if done.wait(max(timeout, 0.0)):
                 return None
