@@ -408,17 +408,4 @@ _DATETIME_FIELDS = frozenset({"published", "updated_at", "first_seen_at"})
 
 
 def state_of(item: Item) -> ItemState:
-    return ItemState(
-        key=item.key,
-        guid=item.guid,
-        url=item.url,
-        title=item.title,
-        author=item.author,
-        published=item.published,
-        html=item.html,
-        text=item.text,
-        completeness=item.completeness,
-        delivery_id=item.delivery_id,
-        updated_at=item.updated_at,
-        first_seen_at=item.first_seen_at,
-    )
+    return ItemState(item.key, *(getattr(item, name) for name in JOURNAL_FIELDS))
