@@ -202,3 +202,10 @@ NEWSROOM_SESSION_TTL = env_float("NEWSROOM_SESSION_TTL", 600.0, minimum=1.0)
 # The reaper sweeps every NEWSROOM_SESSION_IDLE x this fraction.
 NEWSROOM_SESSION_SWEEP_FRACTION = env_float("NEWSROOM_SESSION_SWEEP_FRACTION", 0.1, minimum=0.001)
 NEWSROOM_SERVICES += ["sessions_app.reaper.service"]
+
+# --- fold worker (fold_app) ---
+# Run the fold worker inside `serve`; 0 when a separate `manage.py fold_worker` runs.
+NEWSROOM_FOLD_IN_SERVE = env_bool("NEWSROOM_FOLD_IN_SERVE", True)
+# `manage.py prune_deliveries` drops delivery bodies older than this.
+NEWSROOM_DELIVERY_RETENTION_DAYS = env_int("NEWSROOM_DELIVERY_RETENTION_DAYS", 30, minimum=1)
+NEWSROOM_SERVICES += ["fold_app.service.fold_service"]
