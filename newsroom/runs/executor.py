@@ -157,7 +157,11 @@ class RunExecutor:
         sources = await sync_to_async(self._load_sources)()
         self.publisher.start()
         resuming = bool(saved) and saved.get("run_state") != "queued"
-        if not saved:  # a fresh run: every source the reader has
+        # A fresh run takes every source the reader has. So does a run whose
+        # process died before its first save: recovery saved only "interrupted"
+        # and a log line, no source list (a run queued with its own set of
+        # sources has that set saved from the start, with run_state "queued").
+        if not saved or (not status.sources and saved.get("run_state") != "queued"):
             for source in sources.values():
                 category = source.category.name if source.category else ""
                 self.emit(

@@ -31,6 +31,9 @@ class RunKills:
     # Per kill: how long before the kill the oldest answer the saved state lacks
     # was complete (seconds; 0 when the saved state had every answer).
     lost_s: list[float] = field(default_factory=list)
+    # Per kill: sources asked for before the kill and not saved done (in flight
+    # or answered in the last second): the only ones that may be fetched again.
+    at_risk: list[int] = field(default_factory=list)
     final_state: str = ""
     sources_done: int = 0
     sources: int = 0
@@ -67,6 +70,7 @@ def kill_the_run_worker(
         # Kill moments: after a random number of answers, spread over the run.
         targets = sorted(rng.sample(range(count // 10, count * 9 // 10), kills))
         saved_at_kill: list[tuple[float, set[str]]] = []
+        previous = 0.0
         try:
             for target in targets:
                 wait_for(
@@ -83,13 +87,19 @@ def kill_the_run_worker(
                 assert state == Run.State.RUNNING, state
                 saved_done = {path_of[s] for s, st in states.items() if st in DONE_STATES}
                 saved_at_kill.append((moment, saved_done))
-                answered = feeds.answered_before(moment)
-                lacking = answered - saved_done
+                asked = set(feeds.counts())
+                result.at_risk.append(len(asked - saved_done))
+                # Answers given to the process just killed that its saved
+                # state lacks (an answer lost at an earlier kill and not asked
+                # for again yet is not this process's loss).
                 ages = [
                     moment - answered_at
-                    for path, _, answered_at in list(feeds.log)
-                    if path in lacking and answered_at < moment
+                    for path, started, answered_at in list(feeds.log)
+                    if started > previous
+                    and answered_at < moment
+                    and path not in saved_done
                 ]
+                previous = moment
                 result.lost_s.append(round(max(ages, default=0.0), 3))
                 # A new process finds the run interrupted (its holder is dead) ...
                 worker = Role(["run_worker", "--no-schedule"], env, log).start()
