@@ -7,12 +7,17 @@ own and the event loop only waits for it: nothing here blocks daphne.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 
 from django.conf import settings
 
 from fold_app import wake
+from fold_app.claims import AnotherFoldWorker, SingleWorkerLock
 from fold_app.worker import Worker, run_in_thread
+
+
+log = logging.getLogger(__name__)
 
 
 class FoldService:
@@ -22,6 +27,31 @@ class FoldService:
         self.worker = worker
 
     async def run(self, stop: asyncio.Event) -> None:
+        # SQLite: one fold worker per database. If a `fold_worker` process holds
+        # it, say so once and take over when that process is gone.
+        lock = SingleWorkerLock()
+        told = False
+        while not stop.is_set():
+            try:
+                lock.acquire()
+                break
+            except AnotherFoldWorker as e:
+                if not told:
+                    log.error("%s This process folds nothing until it stops.", e)
+                    told = True
+                try:
+                    await asyncio.wait_for(stop.wait(), 5)
+                except TimeoutError:
+                    pass
+        if stop.is_set():
+            lock.release()
+            return
+        try:
+            await self._run(stop)
+        finally:
+            lock.release()
+
+    async def _run(self, stop: asyncio.Event) -> None:
         loop = asyncio.get_running_loop()
         finished: asyncio.Future[BaseException | None] = loop.create_future()
         thread_stop = threading.Event()

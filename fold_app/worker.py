@@ -27,6 +27,7 @@ from django.db.models import Max, Q
 from django.utils import timezone
 
 from fold_app import wake
+from fold_app.claims import SourceClaims
 from fold_app.deadline import Deadline, FoldTimeout, describe_seconds
 from fold_app.fold import (
     QUEUED,
@@ -228,6 +229,15 @@ class Worker:
         # reported: a backlog from before the start waited for the worker to
         # exist, not for it to keep up, and a hundred WARNs at boot say nothing.
         self.startup_done = False
+        # Sources whose claim an abandoned (stuck) fold of this process still
+        # holds: the queue moves on past a stuck fold, so this worker's next
+        # pass may fold them; other workers still see them claimed.
+        self._stuck_sources: set[int] = set()
+        self._stuck_lock = threading.Lock()
+
+    def _stuck(self, source_id: int) -> bool:
+        with self._stuck_lock:
+            return source_id in self._stuck_sources
 
     def backlog(self) -> int:
         return Delivery.objects.filter(status__in=QUEUED).count()
@@ -245,6 +255,7 @@ class Worker:
         total = Outcome() if total is None else total
         cursor: tuple[datetime, str] | None = None
         lag = _Lag(self.lag_threshold)
+        busy: set[int] = set()
         while True:
             if stop is not None and stop.is_set():
                 return total
@@ -256,32 +267,71 @@ class Worker:
                 self.startup_done = True
                 return total
             newest = self._newest_parsed({source_id for _, _, source_id in batch})
-            for delivery_id, received_at, source_id in batch:
-                if stop is not None and stop.is_set():
-                    return total
-                lag.add(delivery_id, received_at, self.clock())
-                # Asked before folding (afterwards the delivery itself is parsed)
-                # and said only after a fold that happened.
-                out_of_order = self._later_already_parsed(
-                    delivery_id, received_at, source_id, newest
+            # Sources are claimed for the length of a batch (see claims.py); a
+            # source another worker holds is theirs for the rest of this pass.
+            claims = SourceClaims()
+            try:
+                outcome = self._fold_batch(
+                    batch, cursor, newest, claims, busy, stop, total, lag
                 )
-                outcome = self.fold(delivery_id)
-                total.add(outcome)
-                if self.report is not None:
-                    self.report(delivery_id, outcome)
-                if out_of_order and not outcome.deferred:
-                    log.warning(
-                        "delivery %s folded out of journal order (waited %d s); "
-                        "run `manage.py reindex` to rebuild its source's items in order",
-                        delivery_id,
-                        (self.clock() - received_at).total_seconds(),
-                    )
-                if outcome.deferred:
-                    # The queue waits here; the lag line is said now, or a stuck
-                    # head of the queue would silence it for good.
-                    self._warn_lag(lag)
-                    return total
+            finally:
+                # An abandoned pass (see supervised_pass) gives its stuck
+                # source back here, before the claim goes.
+                with self._stuck_lock:
+                    self._stuck_sources.difference_update(claims.held)
+                for source_id in list(claims.held):
+                    claims.release(source_id)
+            if outcome is None:
+                return total
+            cursor = outcome
+
+    def _fold_batch(
+        self,
+        batch: list[tuple[str, datetime, int]],
+        cursor: tuple[datetime, str] | None,
+        newest: dict[int, datetime] | None,
+        claims: SourceClaims,
+        busy: set[int],
+        stop,
+        total: Outcome,
+        lag: _Lag,
+    ) -> tuple[datetime, str] | None:
+        """Fold one batch; the new cursor, or None when the pass must end."""
+        for delivery_id, received_at, source_id in batch:
+            if stop is not None and stop.is_set():
+                return None
+            if connection.connection is None:
+                claims.held.clear()  # the connection went, and its claims
+            if source_id in busy or not (
+                claims.claim(source_id) or self._stuck(source_id)
+            ):
+                busy.add(source_id)  # another worker folds it, in order
                 cursor = (received_at, delivery_id)
+                continue
+            lag.add(delivery_id, received_at, self.clock())
+            # Asked before folding (afterwards the delivery itself is parsed)
+            # and said only after a fold that happened.
+            out_of_order = self._later_already_parsed(
+                delivery_id, received_at, source_id, newest
+            )
+            outcome = self.fold(delivery_id)
+            total.add(outcome)
+            if self.report is not None:
+                self.report(delivery_id, outcome)
+            if out_of_order and not outcome.deferred:
+                log.warning(
+                    "delivery %s folded out of journal order (waited %d s); "
+                    "run `manage.py reindex` to rebuild its source's items in order",
+                    delivery_id,
+                    (self.clock() - received_at).total_seconds(),
+                )
+            if outcome.deferred:
+                # The queue waits here; the lag line is said now, or a stuck
+                # head of the queue would silence it for good.
+                self._warn_lag(lag)
+                return None
+            cursor = (received_at, delivery_id)
+        return cursor
 
     def _batch(
         self, cursor: tuple[datetime, str] | None
@@ -395,6 +445,14 @@ class Worker:
                 total.add(outcome)
                 return total
             delivery_id, deadline = stuck
+            source_id = (
+                Delivery.objects.filter(pk=delivery_id)
+                .values_list("source_id", flat=True)
+                .first()
+            )
+            if source_id is not None:
+                with self._stuck_lock:
+                    self._stuck_sources.add(source_id)
             deadline.abandoned = True
             pass_stop.abandoned = True
             total.add(outcome)  # what the pass folded before it got stuck

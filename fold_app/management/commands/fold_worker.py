@@ -5,9 +5,10 @@ from __future__ import annotations
 import signal
 import threading
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from fold_app import wake
+from fold_app.claims import AnotherFoldWorker, SingleWorkerLock
 from fold_app.worker import (
     FOLD_DEADLINE_S,
     TICK_S,
@@ -41,6 +42,18 @@ class Command(BaseCommand):
     def handle(
         self, *args, once: bool, tick: float, deadline: float, verbosity: int, **options
     ):
+        # SQLite: one fold worker per database; a second one refuses here.
+        lock = SingleWorkerLock()
+        try:
+            lock.acquire()
+        except AnotherFoldWorker as e:
+            raise CommandError(str(e)) from None
+        try:
+            self._handle(once, tick, deadline, verbosity)
+        finally:
+            lock.release()
+
+    def _handle(self, once: bool, tick: float, deadline: float, verbosity: int) -> None:
         report = self._report if verbosity >= 2 else None
         worker = Worker(FoldStep(seconds=deadline), report=report)
         if once:
