@@ -8,6 +8,7 @@ them (bench).
 from __future__ import annotations
 
 import random
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -129,3 +130,178 @@ def kill_the_run_worker(
         return result
     finally:
         feeds.close()
+
+
+# -- fold workers ----------------------------------------------------------------
+
+
+@dataclass
+class FoldKills:
+    deliveries: int = 0
+    kills: int = 0
+    statuses: dict[str, int] = field(default_factory=dict)
+    folded_twice: list[str] = field(default_factory=list)
+    out_of_order_sources: list[int] = field(default_factory=list)
+    per_worker: list[int] = field(default_factory=list)  # folds reported by slot
+    reindex_ok: bool = False
+    reindex_output: str = ""
+    seconds: float = 0.0
+
+
+def make_fold_backlog(reader, count: int, sources: int, seed: int = 9) -> None:
+    """`count` pending deliveries over `sources` sources; every 97th is not a feed
+    (it fails); the rest rewrite a few of twelve stories per source."""
+    from datetime import UTC, datetime, timedelta
+
+    from fold_app.models import Delivery
+    from fold_app.tests.feeds import RSS_TYPE, rss
+
+    rng = random.Random(seed)
+    t0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+    made = Source.objects.bulk_create(
+        Source(reader=reader, url=f"https://ex.org/{n}.xml") for n in range(sources)
+    )
+    rows = []
+    for n in range(count):
+        if n % 97 == 0:
+            body, kind = b"<!doctype html><html><body>moved</body></html>", "text/html"
+        else:
+            entries = [
+                {
+                    "guid": f"g{g}",
+                    "title": f"Story {g} v{n}",
+                    "html": "<p>" + "word " * rng.randrange(1, 60) + "</p>",
+                }
+                for g in rng.sample(range(12), 3)
+            ]
+            body, kind = rss(*entries), RSS_TYPE
+        rows.append(
+            Delivery(
+                source=made[n % sources],
+                received_at=t0 + timedelta(milliseconds=10 * n),
+                body=body,
+                content_type=kind,
+            )
+        )
+    Delivery.objects.bulk_create(rows, batch_size=500)
+
+
+class _Reader:
+    """Reads a fold_worker's `-v 2` lines on a thread: "folded <id> <state> ..."."""
+
+    def __init__(self, process) -> None:
+        self.folded: list[str] = []
+        self.thread = threading.Thread(target=self._read, args=(process,), daemon=True)
+        self.thread.start()
+
+    def _read(self, process) -> None:
+        for line in process.stdout:
+            parts = line.split()
+            if len(parts) >= 3 and parts[0] == "folded" and parts[2] in (
+                "parsed",
+                "failed",
+            ):
+                self.folded.append(parts[1])
+
+
+def kill_fold_workers(
+    reader, count: int, kills: int, tmp: Path, *, sources: int = 40, seed: int = 9
+) -> FoldKills:
+    """Two `fold_worker` processes on a backlog of `count` deliveries; one of
+    them (alternately) is SIGKILLed `kills` times at random moments and started
+    again. Then both finish the queue and `reindex --check` runs."""
+    import subprocess
+    import sys
+    import time
+    from collections import Counter
+
+    from django.core.management import call_command
+
+    from fold_app.models import Delivery
+    from newsroom.live.testing import ROOT
+
+    rng = random.Random(seed)
+    make_fold_backlog(reader, count, sources, seed)
+    connections.close_all()
+    env = {**__import__("os").environ, **role_env(LOG_LEVEL="WARNING")}
+    log = open(tmp / "fold_workers.log", "ab")
+
+    def start():
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "fold_worker", "-v", "2", "--tick", "1"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+        )
+        return process, _Reader(process)
+
+    result = FoldKills(deliveries=count)
+    began = time.monotonic()
+    slots = [start(), start()]
+    finished: list[_Reader] = []
+    try:
+        for k in range(kills):
+            victim = k % 2
+            process, reader_ = slots[victim]
+            target = len(reader_.folded) + rng.randrange(5, 60)
+            wait_for(
+                lambda r=reader_, t=target: len(r.folded) >= t
+                or not Delivery.objects.filter(status__in=("pending", "deferred")).exists(),
+                120,
+                "folds before the kill",
+                every=0.005,
+            )
+            if not Delivery.objects.filter(status__in=("pending", "deferred")).exists():
+                break
+            process.kill()
+            process.wait(10)
+            reader_.thread.join(10)
+            finished.append(reader_)
+            result.kills += 1
+            slots[victim] = start()
+        wait_for(
+            lambda: not Delivery.objects.filter(
+                status__in=("pending", "deferred")
+            ).exists(),
+            600,
+            "the queue to empty",
+            every=0.2,
+        )
+    finally:
+        for process, reader_ in slots:
+            process.terminate()
+            process.wait(30)
+            reader_.thread.join(10)
+            finished.append(reader_)
+        log.close()
+    result.seconds = round(time.monotonic() - began, 1)
+    reported: Counter[str] = Counter()
+    for reader_ in finished:
+        reported.update(reader_.folded)
+    result.per_worker = [len(r.folded) for r in finished]
+    result.folded_twice = [d for d, n in reported.items() if n > 1]
+    result.statuses = dict(Counter(Delivery.objects.values_list("status", flat=True)))
+    # Journal order within each source: fold times follow (received_at, id).
+    times: dict[int, list] = {}
+    for source_id, folded_at in Delivery.objects.order_by(
+        "source_id", "received_at", "id"
+    ).values_list("source_id", "folded_at"):
+        times.setdefault(source_id, []).append(folded_at)
+    result.out_of_order_sources = [
+        s for s, t in times.items() if None in t or t != sorted(t)
+    ]
+    import io
+
+    out = io.StringIO()
+    try:
+        call_command("reindex", "--check", stdout=out)
+        result.reindex_ok = True
+    except SystemExit as e:
+        result.reindex_ok = e.code in (0, None)
+    except Exception as e:  # noqa: BLE001 - reported, the caller asserts
+        out.write(f"{type(e).__name__}: {e}")
+    result.reindex_output = out.getvalue()[-2000:]
+    connections.close_all()
+    return result
