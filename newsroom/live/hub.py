@@ -49,6 +49,10 @@ RELOAD_RETRY_S = 0.5
 # Channel-layer group memberships expire (a day by default): renew well before.
 GROUP_RENEW_S = 3600.0
 
+# The listener's retry while the channel layer is unreachable.
+RETRY_BASE_S = 0.1
+RETRY_MAX_S = 2.0
+
 CLOSE_LOGGED_OUT = 4401
 CLOSE_NOT_FOUND = 4404
 
@@ -400,8 +404,33 @@ class Hub:
 
     async def _listen(self) -> None:
         assert self.channel is not None
+        failures = 0
         while True:
-            message = await self.layer.receive(self.channel)
+            try:
+                message = await self.layer.receive(self.channel)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise asyncio.CancelledError from e  # stopping, not an outage
+                # The channel layer went away (Redis restarted or unreachable).
+                # Keep listening: a dead listener would freeze every viewer of
+                # this process for good. A restarted Redis has forgotten our
+                # group memberships and the changes sent meanwhile are lost, so
+                # once it answers, rejoin the groups and reload every run.
+                failures += 1
+                if failures == 1:
+                    log.warning("live: channel layer unreachable (%s); retrying", e)
+                await asyncio.sleep(min(RETRY_BASE_S * 2**failures, RETRY_MAX_S))
+                if await self._rejoin():
+                    log.warning(
+                        "live: channel layer back after %d failed receives; "
+                        "groups rejoined, runs reloaded",
+                        failures,
+                    )
+                    failures = 0
+                continue
             try:
                 self.dispatch(message)
             except Exception:
@@ -444,13 +473,34 @@ class Hub:
         if self.layer is not None and self.channel is not None:
             await self.layer.group_discard(group, self.channel)
 
-    async def _renew_groups(self) -> None:
-        while True:
-            await asyncio.sleep(GROUP_RENEW_S)
+    async def _rejoin(self) -> bool:
+        """Join every group again and reload each run's snapshot; False while
+        the channel layer still fails."""
+        try:
             for run_id in list(self.runs):
                 await self._group_add(run_group(run_id))
             for reader_id in list(self.readers):
                 await self._group_add(reader_group(reader_id))
+        except Exception:  # noqa: BLE001 - still down: the listener retries
+            return False
+        for handle in list(self.runs.values()):
+            if handle.replica is None:
+                continue
+            status = await database_sync_to_async(loaders.run_status)(handle.run_id)
+            if status is not None and status.seq > handle.replica.seq:
+                await self.scheduler.tx(lambda h=handle, s=status: self._load_snapshot(h, s))
+        return True
+
+    async def _renew_groups(self) -> None:
+        while True:
+            await asyncio.sleep(GROUP_RENEW_S)
+            try:
+                for run_id in list(self.runs):
+                    await self._group_add(run_group(run_id))
+                for reader_id in list(self.readers):
+                    await self._group_add(reader_group(reader_id))
+            except Exception as e:  # noqa: BLE001 - the listener notices outages
+                log.warning("live: renewing channel groups failed: %s", e)
 
     def _spawn(self, coro: Awaitable[Any]) -> None:
         task = self.loop.create_task(coro)  # type: ignore[arg-type]

@@ -53,6 +53,14 @@ from newsroom.sources.models import Source
 
 log = logging.getLogger(__name__)
 
+try:  # what a channel layer that lost its Redis raises
+    from redis.exceptions import ConnectionError as _RedisDown
+    from redis.exceptions import TimeoutError as _RedisSlow
+
+    _LAYER_DOWN: tuple[type[BaseException], ...] = (OSError, _RedisDown, _RedisSlow)
+except ImportError:  # pragma: no cover - the in-memory layer only
+    _LAYER_DOWN = (OSError,)
+
 SAVE_TICK = 0.2  # how often the saver looks for due runs (each run: <= 1 save/s)
 
 
@@ -274,8 +282,29 @@ class RunExecutor:
         await layer.group_add(group, channel)
         self.listening.set()
         try:
+            failures = 0
             while True:
-                message = await layer.receive(channel)
+                try:
+                    message = await layer.receive(channel)
+                except _LAYER_DOWN as e:
+                    task = asyncio.current_task()
+                    if task is not None and task.cancelling():
+                        # channels_redis can turn our cancellation into the
+                        # error of the receive it interrupted: we are stopping.
+                        raise asyncio.CancelledError from e
+                    # Redis restarted or unreachable: keep listening, and join
+                    # the group again (a restarted Redis has forgotten it), or
+                    # fold outcomes would stop reaching this run for good.
+                    failures += 1
+                    if failures == 1:
+                        log.warning("run %s: channel layer unreachable: %s", self.run.pk, e)
+                    await asyncio.sleep(min(0.1 * 2**failures, 2.0))
+                    try:
+                        await layer.group_add(group, channel)
+                        failures = 0
+                    except Exception:  # noqa: BLE001 - still down; retry
+                        pass
+                    continue
                 kind = {"run.fold": "fold", "run.model": "model"}.get(
                     message.get("type")
                 )

@@ -21,6 +21,7 @@ from typing import Any
 from django.db import connection, connections, transaction
 
 from fold_app.journal import record_delivery
+from newsroom.runs.dbretry import is_connection_error, retry_db
 from newsroom.sources.models import Source
 
 BATCH_TARGET = 64  # rows worth writing at once without waiting for more
@@ -105,7 +106,9 @@ class JournalWriter:
     def _write_batch(self, batch: list[Write]) -> list[Exception | None]:
         started = time.perf_counter()
         try:
-            return self._write_batch_now(batch)
+            # A database that is briefly unreachable delays the batch, it does
+            # not fail the sources: their bodies are fetched and must be kept.
+            return retry_db(lambda: self._write_batch_now(batch), what="a journal write")
         finally:
             self.batches += 1
             self.rows += len(batch)
@@ -119,8 +122,9 @@ class JournalWriter:
                 for write in batch:
                     self._write_one(write)
             return [None] * len(batch)
-        except Exception:
-            pass
+        except Exception as e:
+            if is_connection_error(e):
+                raise  # retried whole (retry_db)
         errors: list[Exception | None] = []
         for write in batch:
             try:
@@ -128,6 +132,8 @@ class JournalWriter:
                     self._write_one(write)
                 errors.append(None)
             except Exception as e:
+                if is_connection_error(e):
+                    raise
                 errors.append(e)
         return errors
 

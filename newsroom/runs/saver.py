@@ -16,6 +16,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from newsroom.runs.dbretry import drop_broken_connection, is_connection_error, retry_db
 from newsroom.runs.models import Run
 from newsroom.runs.status import RunStatus
 
@@ -71,9 +72,14 @@ class RunSaver:
     def write(self, due: list[tuple[int, dict[str, Any]]]) -> int:
         """Store snapshots (synchronous; call from a thread in async code)."""
         now = timezone.now()
-        for run_id, snapshot in due:
-            Run.objects.filter(pk=run_id).update(status=snapshot, saved_at=now)
-            self.writes += 1
+        try:
+            for run_id, snapshot in due:
+                Run.objects.filter(pk=run_id).update(status=snapshot, saved_at=now)
+                self.writes += 1
+        except Exception as e:
+            if is_connection_error(e):
+                drop_broken_connection()  # the next save gets a fresh one
+            raise
         return len(due)
 
     def save_due(self) -> int:
@@ -84,8 +90,13 @@ class RunSaver:
         """The final save: the whole snapshot now, with any Run fields given."""
         self._dirty.pop(status.run_id, None)
         self._last_saved[status.run_id] = self.clock()
-        Run.objects.filter(pk=status.run_id).update(
-            status=status.to_json(), saved_at=timezone.now(), **fields
+        snapshot = status.to_json()
+        # The last save must land: ride out a database that is briefly away.
+        retry_db(
+            lambda: Run.objects.filter(pk=status.run_id).update(
+                status=snapshot, saved_at=timezone.now(), **fields
+            ),
+            what=f"the final save of run {status.run_id}",
         )
         self.writes += 1
 

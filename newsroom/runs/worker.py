@@ -22,6 +22,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from newsroom.runs.dbretry import drop_broken_connection
 from newsroom.runs.executor import RunExecutor
 from newsroom.runs.models import Run, RunSchedule
 from newsroom.runs.publish import group_for, set_home_loop
@@ -304,8 +305,14 @@ class RunWorker:
         set_home_loop(entry[0])
         try:
             while not stop.is_set():
-                if await self.step():
-                    continue
+                try:
+                    if await self.step():
+                        continue
+                except Exception as e:
+                    # The database away for a moment must not end the worker:
+                    # say so, drop the broken connection, wait and go on.
+                    log.warning("run worker: a round failed (%s); retrying", e)
+                    await sync_to_async(drop_broken_connection)()
                 wakeup.clear()
                 waiters = [
                     asyncio.ensure_future(stop.wait()),

@@ -13,7 +13,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import re
 import random
 import shutil
 import signal
@@ -291,3 +293,126 @@ class FlakyProxy:
         self._closed = True
         self.listener.close()
         self.drop_all()
+
+
+# -- viewers ---------------------------------------------------------------------
+
+ROW = re.compile(r'<li id="live-src-(\d+)-(\d+)" class="live-row is-([a-z_]+)"')
+TOTALS = re.compile(r'<div id="live-totals-(\d+)" class="live-totals">(.*?)</div></div>')
+STAT = re.compile(r'<div class="live-stat is-([a-z_]+)"><b>(\d+)</b>')
+HEAD = re.compile(r'<div id="live-head-(\d+)" class="live-head">.*?badge state-([a-z_]+)"')
+
+
+def expected_view(status: dict) -> dict:
+    """What a run's live region must show at the end, from its saved status."""
+    counts = Counter(s["state"] for s in status.get("sources", []))
+    return {
+        "rows": {s["id"]: s["state"] for s in status.get("sources", [])},
+        "stats": {
+            key: counts.get(key, 0)
+            for key in ("ok", "not_modified", "error", "fetching", "queued")
+        },
+        "state": status.get("run_state", ""),
+    }
+
+
+class Viewer:
+    """A viewer of a run's live region over a real WebSocket that behaves like
+    live.js: acknowledges every frame, applies frames by element id, and when
+    the socket drops reconnects with capped, jittered exponential backoff,
+    asking for the whole region (no `have`), to the next server in its list
+    (what a reverse proxy does when one backend dies)."""
+
+    def __init__(
+        self, servers: list[str], path: str, cookie: str, *, seed: int = 0
+    ) -> None:
+        self.servers = servers  # "127.0.0.1:port"
+        self.path = path
+        self.cookie = cookie
+        self.rng = random.Random(seed)
+        self.index = seed % len(servers)
+        self.rows: dict[int, str] = {}
+        self.stats: dict[str, int] = {}
+        self.state = ""
+        self.frames = 0
+        self.full_frames = 0
+        self.reconnects = 0
+        self.first_after_reconnect: list[bool] = []  # was it the whole region?
+        self.latencies: list[float] = []
+        self.last_frame_at = 0.0
+        self.frame_times: list[float] = []
+        self.stopped = False
+        self.client = None
+        self.on_frame = None  # optional callback(viewer, received_at, text)
+
+    def view(self) -> dict:
+        return {"rows": dict(self.rows), "stats": dict(self.stats), "state": self.state}
+
+    def apply(self, text: str) -> None:
+        head = text.split("-->", 1)[0]
+        if " full" in head:
+            self.full_frames += 1
+            self.rows = {}
+        for _run, sid, state in ROW.findall(text):
+            self.rows[int(sid)] = state
+        for _run, body in TOTALS.findall(text):
+            self.stats = {k: int(v) for k, v in STAT.findall(body)}
+        for _run, state in HEAD.findall(text):
+            self.state = state
+
+    async def run(self, connect_timeout: float = 10.0) -> None:
+        from newsroom.live.testing import WsClient
+
+        attempt = 0
+        reconnecting = False
+        while not self.stopped:
+            server = self.servers[self.index % len(self.servers)]
+            client = WsClient(
+                f"ws://{server}{self.path}",
+                cookie=self.cookie,
+                origin=f"http://{server}",
+            )
+            try:
+                await client.connect(timeout=connect_timeout)
+            except (OSError, ConnectionError, TimeoutError, asyncio.TimeoutError):
+                attempt += 1
+                self.index += 1
+                # Full jitter, capped: a crowd of viewers does not come back at once.
+                await asyncio.sleep(self.rng.uniform(0, min(5.0, 0.25 * 2**attempt)))
+                continue
+            self.client = client
+            first = True
+            while True:
+                at, frame = await client.messages.get()
+                if frame is None:
+                    break
+                if first and reconnecting:
+                    self.first_after_reconnect.append(" full" in frame[:40])
+                first = False
+                attempt = 0
+                self.frames += 1
+                self.frame_times.append(at)
+                client.ack(frame)
+                self.apply(frame)
+                if self.on_frame is not None:
+                    self.on_frame(self, at, frame)
+            if self.stopped or client.close_code == 4401:
+                return
+            self.reconnects += 1
+            reconnecting = True
+            attempt += 1
+            self.index += 1
+            await asyncio.sleep(self.rng.uniform(0, min(5.0, 0.25 * 2**attempt)))
+
+    def stop(self) -> None:
+        self.stopped = True
+        if self.client is not None:
+            self.client.close()
+
+
+def session_cookie(user) -> str:
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    return f"sessionid={client.cookies['sessionid'].value}"

@@ -305,3 +305,299 @@ def kill_fold_workers(
     result.reindex_output = out.getvalue()[-2000:]
     connections.close_all()
     return result
+
+
+# -- viewers through faults --------------------------------------------------------
+
+
+@dataclass
+class LiveFaults:
+    viewers: int = 0
+    fault: str = ""
+    fault_at_done: int = 0  # sources done (saved) when the fault struck
+    final_state: str = ""
+    matching: int = 0  # viewers whose final view equals the database
+    mismatches: list[str] = field(default_factory=list)
+    reconnects: int = 0
+    reconnected_viewers: int = 0
+    first_frames_full: bool = True  # every reconnect began with the whole region
+    seconds: float = 0.0
+
+
+async def _db(fn, *args):
+    import asyncio
+
+    def call():
+        try:
+            return fn(*args)
+        finally:
+            connections.close_all()
+
+    return await asyncio.to_thread(call)
+
+
+def watch_a_run_through_a_fault(
+    reader,
+    *,
+    sources: int,
+    viewers: int,
+    fault: str,
+    tmp: Path,
+    redis_url: str = "",
+    restart_redis=None,
+    per_host: int = 4,
+    delay: float = 0.3,
+) -> LiveFaults:
+    """`viewers` real WebSocket viewers of a run, spread over two daphne
+    (`serve`) processes; a separate run_worker executes it. At a third of the run
+    the fault strikes: "kill_daphne" SIGKILLs the first server (its viewers
+    reconnect to the other), "restart_redis" calls `restart_redis()`. At the end
+    every viewer must show what the database holds."""
+    import asyncio
+    import time
+
+    from newsroom.live.testing import ServerProcess
+    from newsroom.tests.faultkit import Viewer, expected_view, session_cookie
+
+    feeds = CountingFeeds(sources, delay=delay)
+    try:
+        for i in range(sources):
+            Source.objects.create(
+                reader=reader, url=feeds.url(f"/feed/{i}"), title=f"Feed {i}"
+            )
+        run = queue_run(reader)
+        cookie = session_cookie(reader)
+        connections.close_all()
+        extra = {
+            "NEWSROOM_RUN_WORKER": "external",
+            "NEWSROOM_FOLD_IN_SERVE": "0",
+            "NEWSROOM_RUN_PER_HOST": str(per_host),
+            "LOG_LEVEL": "WARNING",
+        }
+        if redis_url:
+            extra["REDIS_URL"] = redis_url
+        env = role_env(**extra)
+        servers = [
+            ServerProcess(env, log=tmp / f"serve{n}.log") for n in range(2)
+        ]
+        worker = Role(["run_worker", "--no-schedule"], env, tmp / "run_worker.log")
+        result = LiveFaults(viewers=viewers, fault=fault)
+        began = time.monotonic()
+        try:
+            for server in servers:
+                server.start()
+            asyncio.run(
+                _watch(run.pk, servers, worker, cookie, result, restart_redis)
+            )
+        finally:
+            worker.stop()
+            for server in servers:
+                server.stop()
+        result.seconds = round(time.monotonic() - began, 1)
+        return result
+    finally:
+        feeds.close()
+
+
+async def _watch(run_id, servers, worker, cookie, result, restart_redis) -> None:
+    import asyncio
+
+    from newsroom.tests.faultkit import Viewer, expected_view
+
+    addresses = [f"127.0.0.1:{s.port}" for s in servers]
+    crowd = [
+        Viewer(addresses, f"/ws/live/run/{run_id}/", cookie, seed=n)
+        for n in range(result.viewers)
+    ]
+    tasks = [asyncio.create_task(v.run()) for v in crowd]
+    try:
+        await _until(lambda: all(v.frames for v in crowd), 60, "every first frame")
+        worker.start()
+
+        def saved():
+            run = Run.objects.get(pk=run_id)
+            states = [s["state"] for s in (run.status or {}).get("sources", [])]
+            return run.state, sum(1 for s in states if s in DONE_STATES), len(states)
+
+        async def third_done():
+            state, done, total = await _db(saved)
+            return state == "done" or (total and done >= total // 3)
+
+        await _until_async(third_done, 120, "a third of the run")
+        result.fault_at_done = (await _db(saved))[1]
+        if result.fault == "kill_daphne":
+            servers[0].process.kill()
+            servers[0].process.wait(10)
+        elif result.fault == "restart_redis":
+            await asyncio.to_thread(restart_redis)
+
+        async def finished():
+            return (await _db(saved))[0] in ("done", "failed", "interrupted")
+
+        await _until_async(finished, 180, "the run to finish")
+        run = await _db(lambda: Run.objects.get(pk=run_id))
+        result.final_state = run.state
+        want = expected_view(run.status)
+        try:
+            await _until(
+                lambda: all(v.view() == want for v in crowd), 30, "viewers to settle"
+            )
+        except AssertionError:
+            pass  # counted below
+        for n, v in enumerate(crowd):
+            if v.view() == want:
+                result.matching += 1
+            elif len(result.mismatches) < 3:
+                diff = {
+                    sid: (st, want["rows"].get(sid))
+                    for sid, st in v.view()["rows"].items()
+                    if want["rows"].get(sid) != st
+                }
+                result.mismatches.append(
+                    f"viewer {n}: state {v.state!r} vs {want['state']!r}, "
+                    f"stats {v.stats} vs {want['stats']}, rows differing {len(diff)}"
+                    f" (of {len(v.rows)}), reconnects {v.reconnects}"
+                )
+        result.reconnects = sum(v.reconnects for v in crowd)
+        result.reconnected_viewers = sum(1 for v in crowd if v.reconnects)
+        result.first_frames_full = all(all(v.first_after_reconnect) for v in crowd)
+    finally:
+        for v in crowd:
+            v.stop()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _until(predicate, timeout: float, what: str) -> None:
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)  # other processes and sockets do the work
+
+
+async def _until_async(predicate, timeout: float, what: str) -> None:
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not await predicate():
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.1)
+
+
+# -- PostgreSQL refusing connections ------------------------------------------------
+
+
+@dataclass
+class DatabaseOutage:
+    sources: int = 0
+    outage_s: float = 0.0
+    refused: int = 0
+    outage_at_done: int = 0
+    final_state: str = ""
+    sources_done: int = 0
+    sources_ok: int = 0
+    deliveries: dict[str, int] = field(default_factory=dict)
+    sources_without_delivery: int = 0
+    workers_alive: bool = False
+    logged: list[str] = field(default_factory=list)
+    reindex_ok: bool = False
+    reindex_output: str = ""
+
+
+def database_outage(
+    reader, *, sources: int, outage_s: float, tmp: Path, delay: float = 0.2
+) -> DatabaseOutage:
+    """A run_worker and two fold_workers reach PostgreSQL through a proxy that,
+    a third into the run, refuses and cuts every connection for `outage_s`.
+    The run must complete, every fetched body be journaled and folded."""
+    import io
+
+    from django.core.management import call_command
+
+    from fold_app.models import Delivery
+    from newsroom.tests.faultkit import FlakyProxy, database_url
+
+    db = connections["default"].settings_dict
+    proxy = FlakyProxy(int(db["PORT"] or 5432), db["HOST"] or "127.0.0.1")
+    feeds = CountingFeeds(sources, delay=delay)
+    result = DatabaseOutage(sources=sources, outage_s=outage_s)
+    try:
+        for i in range(sources):
+            Source.objects.create(
+                reader=reader, url=feeds.url(f"/feed/{i}"), title=f"Feed {i}"
+            )
+        run = queue_run(reader)
+        connections.close_all()
+        env = role_env(
+            DATABASE_URL=database_url(proxy.port),
+            NEWSROOM_RUN_PER_HOST="2",
+            LOG_LEVEL="INFO",
+        )
+        roles = [
+            Role(["run_worker", "--no-schedule"], env, tmp / "run_worker.log"),
+            Role(["fold_worker", "--tick", "1"], env, tmp / "fold_worker_a.log"),
+            Role(["fold_worker", "--tick", "1"], env, tmp / "fold_worker_b.log"),
+        ]
+        try:
+            for role in roles:
+                role.start()
+
+            def done_count():
+                state, states = _saved(run.pk)
+                return state, sum(1 for s in states.values() if s in DONE_STATES)
+
+            wait_for(
+                lambda: done_count()[1] >= sources // 3 or done_count()[0] == "done",
+                120,
+                "a third of the run",
+            )
+            result.outage_at_done = done_count()[1]
+            proxy.outage(outage_s)
+            result.refused = proxy.refused
+            wait_for(lambda: _saved(run.pk)[0] != "running", 180, "the run to end")
+            wait_for(
+                lambda: not Delivery.objects.filter(
+                    status__in=("pending", "deferred")
+                ).exists(),
+                120,
+                "the fold queue to empty",
+            )
+            result.workers_alive = all(role.alive() for role in roles)
+        finally:
+            for role in roles:
+                role.stop()
+        state, states = _saved(run.pk)
+        result.final_state = state
+        result.sources_done = sum(1 for s in states.values() if s in DONE_STATES)
+        result.sources_ok = sum(1 for s in states.values() if s == "ok")
+        from collections import Counter
+
+        result.deliveries = dict(
+            Counter(Delivery.objects.values_list("status", flat=True))
+        )
+        with_delivery = set(Delivery.objects.values_list("source_id", flat=True))
+        ok_ids = {sid for sid, s in states.items() if s == "ok"}
+        result.sources_without_delivery = len(ok_ids - with_delivery)
+        for log in sorted(tmp.glob("*.log")):
+            for line in log.read_text(errors="replace").splitlines():
+                if " WARNING " in line or " ERROR " in line:
+                    result.logged.append(f"{log.stem}: {line[24:200]}")
+        out = io.StringIO()
+        try:
+            call_command("reindex", "--check", stdout=out)
+            result.reindex_ok = True
+        except SystemExit as e:
+            result.reindex_ok = e.code in (0, None)
+        result.reindex_output = out.getvalue()[-1500:]
+        connections.close_all()
+        return result
+    finally:
+        feeds.close()
+        proxy.close()

@@ -22,6 +22,39 @@
     };
   }
 
+  // Reconnect with capped exponential backoff and full jitter: after a server
+  // dies, its viewers come back spread over a few seconds, not all at once.
+  // htmx's ws extension reconnects by itself on 1006/1011/1012/1013 and asks
+  // this function for the delay; the codes it leaves alone are handled below.
+  var RECONNECT_CAP_MS = 10000;
+  function reconnectDelay(retry) {
+    return Math.random() * Math.min(RECONNECT_CAP_MS, 500 * Math.pow(2, retry));
+  }
+  if (window.htmx) { htmx.config.wsReconnectDelay = reconnectDelay; }
+  var HTMX_RETRIES = [1006, 1011, 1012, 1013];
+  var NO_RETRY = [1000, 4401, 4404];  // closed on purpose: logged out, not found
+  var leaving = false;
+  window.addEventListener("pagehide", function () { leaving = true; });
+  var retries = new WeakMap();
+
+  document.addEventListener("htmx:wsOpen", function (evt) {
+    retries.delete(evt.target);
+    missed = false;
+  });
+
+  // A server going away (1001, e.g. daphne stopping) or a close without a code:
+  // reconnect too; the new socket asks for the whole region (see above).
+  document.addEventListener("htmx:wsClose", function (evt) {
+    var event = evt.detail && evt.detail.event;
+    var code = event ? event.code : 1005;
+    if (leaving || HTMX_RETRIES.indexOf(code) >= 0 || NO_RETRY.indexOf(code) >= 0) { return; }
+    var wrapper = evt.detail.socketWrapper;
+    if (!wrapper || !wrapper.reconnect) { return; }
+    var retry = retries.get(evt.target) || 0;
+    retries.set(evt.target, retry + 1);
+    setTimeout(function () { wrapper.reconnect(); }, reconnectDelay(retry));
+  });
+
   // A part whose id is not on the page: the server must send the whole region.
   document.addEventListener("htmx:oobErrorNoTarget", function () { missed = true; });
 
