@@ -46,7 +46,9 @@ def main() -> int:
     )
 
     if not (is_postgres() and settings.REDIS_URL):
-        print("bench/faults.py needs DATABASE_URL=postgres://... and REDIS_URL=redis://...")
+        print(
+            "bench/faults.py needs DATABASE_URL=postgres://... and REDIS_URL=redis://..."
+        )
         return 2
     db = settings.DATABASES["default"]
     db.setdefault("TEST", {})["NAME"] = f"{db['NAME']}_faultbench"

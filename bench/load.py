@@ -58,7 +58,6 @@ def main() -> int:
     from newsroom.sources.models import Source
     from newsroom.tests.faultkit import (
         CountingFeeds,
-        Role,
         Viewer,
         expected_view,
         is_postgres,
@@ -67,7 +66,9 @@ def main() -> int:
     )
 
     if not (is_postgres() and settings.REDIS_URL):
-        print("bench/load.py needs DATABASE_URL=postgres://... and REDIS_URL=redis://...")
+        print(
+            "bench/load.py needs DATABASE_URL=postgres://... and REDIS_URL=redis://..."
+        )
         return 2
     db = settings.DATABASES["default"]
     db.setdefault("TEST", {})["NAME"] = f"{db['NAME']}_loadbench"
@@ -129,9 +130,7 @@ def main() -> int:
 
         for v in crowd[:PROBES]:
             v.on_frame = on_frame
-        result = asyncio.run(
-            _drive(crowd, servers, procs, workers, env, tmp, runs)
-        )
+        result = asyncio.run(_drive(crowd, servers, procs, workers, env, tmp, runs))
         # Final views against the database.
         lost = 0
         for v in crowd:
@@ -139,7 +138,9 @@ def main() -> int:
             if v.view() != expected_view(run.status):
                 lost += 1
         states = Counter(
-            Run.objects.filter(pk__in=[r.pk for r in runs]).values_list("state", flat=True)
+            Run.objects.filter(pk__in=[r.pk for r in runs]).values_list(
+                "state", flat=True
+            )
         )
         answered = {p: a for p, _, a in feeds.log}
         latencies = sorted(
@@ -201,7 +202,10 @@ async def _drive(crowd, servers, procs, workers, env, tmp, runs) -> dict:
 
     tasks = []
     for start in range(0, len(crowd), 50):  # connect in waves, as a crowd does
-        tasks += [asyncio.create_task(v.run(connect_timeout=30)) for v in crowd[start : start + 50]]
+        tasks += [
+            asyncio.create_task(v.run(connect_timeout=30))
+            for v in crowd[start : start + 50]
+        ]
         await asyncio.sleep(0.2)
     deadline = time.monotonic() + 120
     while not all(v.frames for v in crowd):
@@ -214,12 +218,16 @@ async def _drive(crowd, servers, procs, workers, env, tmp, runs) -> dict:
     frames_before = sum(v.frames for v in crowd)
     began = time.monotonic()
     for n in range(2):  # two run workers: three runs at once (two each at most)
-        workers.append(Role(["run_worker", "--no-schedule"], env, tmp / f"rw{n}.log").start())
+        workers.append(
+            Role(["run_worker", "--no-schedule"], env, tmp / f"rw{n}.log").start()
+        )
 
     def states():
         try:
             return list(
-                Run.objects.filter(pk__in=[r.pk for r in runs]).values_list("state", flat=True)
+                Run.objects.filter(pk__in=[r.pk for r in runs]).values_list(
+                    "state", flat=True
+                )
             )
         finally:
             connections.close_all()

@@ -53,6 +53,14 @@ GROUP_RENEW_S = 3600.0
 RETRY_BASE_S = 0.1
 RETRY_MAX_S = 2.0
 
+try:  # what a channel layer that lost its Redis raises
+    from redis.exceptions import ConnectionError as _RedisDown
+    from redis.exceptions import TimeoutError as _RedisSlow
+
+    LAYER_DOWN: tuple[type[BaseException], ...] = (OSError, _RedisDown, _RedisSlow)
+except ImportError:  # pragma: no cover - the in-memory layer only
+    LAYER_DOWN = (OSError,)
+
 CLOSE_LOGGED_OUT = 4401
 CLOSE_NOT_FOUND = 4404
 
@@ -410,7 +418,7 @@ class Hub:
                 message = await self.layer.receive(self.channel)
             except asyncio.CancelledError:
                 raise
-            except Exception as e:
+            except LAYER_DOWN as e:
                 task = asyncio.current_task()
                 if task is not None and task.cancelling():
                     raise asyncio.CancelledError from e  # stopping, not an outage

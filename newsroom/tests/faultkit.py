@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import random
+import re
 import shutil
 import signal
 import socket
@@ -135,7 +135,8 @@ class CountingFeeds:
         self.log: list[tuple[str, float, float]] = []
         rng = random.Random(seed)
         self.bodies = {
-            f"/feed/{i}": rss(rng.randint(1, 6), title=f"Feed {i}") for i in range(count)
+            f"/feed/{i}": rss(rng.randint(1, 6), title=f"Feed {i}")
+            for i in range(count)
         }
         for path in self.bodies:
             self.server.route(path, self._reply)
@@ -252,7 +253,9 @@ class FlakyProxy:
             with self._lock:
                 self._pairs.add(pair)
             for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(a, b, pair), daemon=True).start()
+                threading.Thread(
+                    target=self._pipe, args=(a, b, pair), daemon=True
+                ).start()
 
     def _pipe(self, src: socket.socket, dst: socket.socket, pair) -> None:
         try:
@@ -298,9 +301,13 @@ class FlakyProxy:
 # -- viewers ---------------------------------------------------------------------
 
 ROW = re.compile(r'<li id="live-src-(\d+)-(\d+)" class="live-row is-([a-z_]+)"')
-TOTALS = re.compile(r'<div id="live-totals-(\d+)" class="live-totals">(.*?)</div></div>')
+TOTALS = re.compile(
+    r'<div id="live-totals-(\d+)" class="live-totals">(.*?)</div></div>'
+)
 STAT = re.compile(r'<div class="live-stat is-([a-z_]+)"><b>(\d+)</b>')
-HEAD = re.compile(r'<div id="live-head-(\d+)" class="live-head">.*?badge state-([a-z_]+)"')
+HEAD = re.compile(
+    r'<div id="live-head-(\d+)" class="live-head">.*?badge state-([a-z_]+)"'
+)
 
 
 def expected_view(status: dict) -> dict:

@@ -86,7 +86,9 @@ def kill_the_run_worker(
                 result.kills += 1
                 state, states = _saved(run.pk)
                 assert state == Run.State.RUNNING, state
-                saved_done = {path_of[s] for s, st in states.items() if st in DONE_STATES}
+                saved_done = {
+                    path_of[s] for s, st in states.items() if st in DONE_STATES
+                }
                 saved_at_kill.append((moment, saved_done))
                 asked = set(feeds.counts())
                 result.at_risk.append(len(asked - saved_done))
@@ -197,9 +199,14 @@ class _Reader:
     def _read(self, process) -> None:
         for line in process.stdout:
             parts = line.split()
-            if len(parts) >= 3 and parts[0] == "folded" and parts[2] in (
-                "parsed",
-                "failed",
+            if (
+                len(parts) >= 3
+                and parts[0] == "folded"
+                and parts[2]
+                in (
+                    "parsed",
+                    "failed",
+                )
             ):
                 self.folded.append(parts[1])
 
@@ -247,8 +254,12 @@ def kill_fold_workers(
             process, reader_ = slots[victim]
             target = len(reader_.folded) + rng.randrange(5, 60)
             wait_for(
-                lambda r=reader_, t=target: len(r.folded) >= t
-                or not Delivery.objects.filter(status__in=("pending", "deferred")).exists(),
+                lambda r=reader_, t=target: (
+                    len(r.folded) >= t
+                    or not Delivery.objects.filter(
+                        status__in=("pending", "deferred")
+                    ).exists()
+                ),
                 120,
                 "folds before the kill",
                 every=0.005,
@@ -262,9 +273,9 @@ def kill_fold_workers(
             result.kills += 1
             slots[victim] = start()
         wait_for(
-            lambda: not Delivery.objects.filter(
-                status__in=("pending", "deferred")
-            ).exists(),
+            lambda: (
+                not Delivery.objects.filter(status__in=("pending", "deferred")).exists()
+            ),
             600,
             "the queue to empty",
             every=0.2,
@@ -357,7 +368,7 @@ def watch_a_run_through_a_fault(
     import time
 
     from newsroom.live.testing import ServerProcess
-    from newsroom.tests.faultkit import Viewer, expected_view, session_cookie
+    from newsroom.tests.faultkit import session_cookie
 
     feeds = CountingFeeds(sources, delay=delay)
     try:
@@ -377,18 +388,14 @@ def watch_a_run_through_a_fault(
         if redis_url:
             extra["REDIS_URL"] = redis_url
         env = role_env(**extra)
-        servers = [
-            ServerProcess(env, log=tmp / f"serve{n}.log") for n in range(2)
-        ]
+        servers = [ServerProcess(env, log=tmp / f"serve{n}.log") for n in range(2)]
         worker = Role(["run_worker", "--no-schedule"], env, tmp / "run_worker.log")
         result = LiveFaults(viewers=viewers, fault=fault)
         began = time.monotonic()
         try:
             for server in servers:
                 server.start()
-            asyncio.run(
-                _watch(run.pk, servers, worker, cookie, result, restart_redis)
-            )
+            asyncio.run(_watch(run.pk, servers, worker, cookie, result, restart_redis))
         finally:
             worker.stop()
             for server in servers:
@@ -563,9 +570,11 @@ def database_outage(
             result.refused = proxy.refused
             wait_for(lambda: _saved(run.pk)[0] != "running", 180, "the run to end")
             wait_for(
-                lambda: not Delivery.objects.filter(
-                    status__in=("pending", "deferred")
-                ).exists(),
+                lambda: (
+                    not Delivery.objects.filter(
+                        status__in=("pending", "deferred")
+                    ).exists()
+                ),
                 120,
                 "the fold queue to empty",
             )

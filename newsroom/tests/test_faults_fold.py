@@ -23,7 +23,9 @@ pytestmark = [
 ]
 
 
-def test_two_fold_workers_killed_ten_times_fold_each_delivery_once(make_reader, tmp_path):
+def test_two_fold_workers_killed_ten_times_fold_each_delivery_once(
+    make_reader, tmp_path
+):
     reader = make_reader("alice")
     result = kill_fold_workers(reader, count=1200, kills=10, tmp=tmp_path)
 

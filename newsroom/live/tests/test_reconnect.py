@@ -36,6 +36,7 @@ pytestmark = [
 def in_thread(fn, *args):
     """Playwright's sync API runs an event loop on this thread: database work
     and the channel layer go to another thread."""
+
     def call():
         try:
             return fn(*args)
@@ -55,7 +56,9 @@ def publish(run_id: int, change: dict) -> None:
 
     async def send():
         layer = get_channel_layer()
-        await layer.group_send(f"run.{run_id}", {"type": "run.change", "change": change})
+        await layer.group_send(
+            f"run.{run_id}", {"type": "run.change", "change": change}
+        )
         if hasattr(layer, "close_pools"):
             await layer.close_pools()
 
