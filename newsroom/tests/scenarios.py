@@ -114,6 +114,12 @@ def kill_the_run_worker(
                 # ... and the reader resumes it.
                 assert resume_run(Run.objects.get(pk=run.pk))
                 connections.close_all()
+                # The next kill lands on a run at work, not on one still queued.
+                wait_for(
+                    lambda: _saved(run.pk)[0] in (Run.State.RUNNING, "done"),
+                    60,
+                    "the resumed run to be claimed",
+                )
             wait_for(lambda: _saved(run.pk)[0] == "done", 180, "the run to finish")
         finally:
             worker.stop()
