@@ -202,3 +202,53 @@ NEWSROOM_SESSION_TTL = env_float("NEWSROOM_SESSION_TTL", 600.0, minimum=1.0)
 # The reaper sweeps every NEWSROOM_SESSION_IDLE x this fraction.
 NEWSROOM_SESSION_SWEEP_FRACTION = env_float("NEWSROOM_SESSION_SWEEP_FRACTION", 0.1, minimum=0.001)
 NEWSROOM_SERVICES += ["sessions_app.reaper.service"]
+
+# --- operations ---
+INSTALLED_APPS += ["newsroom.ops"]
+# Background roles `serve` runs beside daphne; the rest run as their own processes
+# (`manage.py run_worker`, `fold_worker`, `reap_sessions`). "none" for a pure web
+# process. Unset, the older switches NEWSROOM_RUN_WORKER=external and
+# NEWSROOM_FOLD_IN_SERVE=0 still take their role out.
+_SERVE_ROLES = {"runs", "fold", "reaper"}
+NEWSROOM_SERVE_ROLES = env_list(
+    "NEWSROOM_SERVE_ROLES",
+    [
+        role
+        for role, on in (
+            ("runs", NEWSROOM_RUN_WORKER == "inprocess"),
+            ("fold", globals().get("NEWSROOM_FOLD_IN_SERVE", True)),
+            ("reaper", True),
+        )
+        if on
+    ],
+)
+if NEWSROOM_SERVE_ROLES == ["none"]:
+    NEWSROOM_SERVE_ROLES = []
+if not set(NEWSROOM_SERVE_ROLES) <= _SERVE_ROLES:
+    from newsroom.env import SettingError
+
+    raise SettingError(
+        f"NEWSROOM_SERVE_ROLES={','.join(NEWSROOM_SERVE_ROLES)!r}: use any of "
+        "runs, fold, reaper (comma-separated) or none"
+    )
+# Each area's factory reads its own switch: keep them in step with the list.
+NEWSROOM_RUN_WORKER = "inprocess" if "runs" in NEWSROOM_SERVE_ROLES else "external"
+NEWSROOM_FOLD_IN_SERVE = "fold" in NEWSROOM_SERVE_ROLES
+NEWSROOM_REAPER_IN_SERVE = "reaper" in NEWSROOM_SERVE_ROLES
+# Every long-running process beats this often; three missed beats are stale.
+NEWSROOM_HEARTBEAT_INTERVAL = env_float("NEWSROOM_HEARTBEAT_INTERVAL", 15.0, minimum=0.1)
+# Roles /healthz requires a fresh heartbeat from (web, runs, fold, reaper).
+NEWSROOM_HEALTH_ROLES = env_list("NEWSROOM_HEALTH_ROLES", ["web", "runs", "fold", "reaper"])
+if not set(NEWSROOM_HEALTH_ROLES) <= _SERVE_ROLES | {"web"}:
+    from newsroom.env import SettingError
+
+    raise SettingError(
+        f"NEWSROOM_HEALTH_ROLES={','.join(NEWSROOM_HEALTH_ROLES)!r}: use any of "
+        "web, runs, fold, reaper (comma-separated)"
+    )
+# Bearer token for /healthz and /metrics (scrapers, load balancers); empty: staff only.
+NEWSROOM_OPS_TOKEN = env_str("NEWSROOM_OPS_TOKEN", "")
+if NEWSROOM_OPS_TOKEN and len(NEWSROOM_OPS_TOKEN) < 16:
+    from newsroom.env import SettingError
+
+    raise SettingError("NEWSROOM_OPS_TOKEN is shorter than 16 characters")

@@ -230,6 +230,7 @@ def wake() -> None:
 
 class RunWorker:
     name = "runs"
+    role = "runs"  # its heartbeat role (newsroom/ops)
 
     def __init__(
         self, *, max_runs: int = MAX_RUNS_AT_ONCE, schedule: bool = True
