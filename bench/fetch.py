@@ -146,8 +146,10 @@ def main() -> None:
             run, concurrency=args.concurrency, per_host=args.concurrency, saver=saver
         )
         started = time.perf_counter()
+        cpu_started = time.process_time()
         status = asyncio.run(executor.execute())
         wall = time.perf_counter() - started
+        cpu = time.process_time() - cpu_started
         peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         counts = status.counts
         ideal = args.sources * args.delay / args.concurrency
@@ -157,7 +159,8 @@ def main() -> None:
             f"concurrency={args.concurrency} per_host={args.concurrency} "
             f"ok={counts['ok']} errors={counts['error']} "
             f"published={executor.publisher.sent} journal_batches={executor.writer.batches} "
-            f"journal_rows={executor.writer.rows} journal_s={executor.writer.seconds:.2f}"
+            f"journal_rows={executor.writer.rows} journal_s={executor.writer.seconds:.2f} "
+            f"cpu_s={cpu:.2f} load1={os.getloadavg()[0]:.1f}"
         )
         if counts["ok"] != args.sources:
             errors = {s["error"] for s in status.sources.values() if s["error"]}

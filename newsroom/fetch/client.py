@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import ssl
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -230,33 +231,13 @@ async def _fetch(
                     body = await _read_body(response, max_bytes, current)
                 else:
                     raise _http_error(response, current)
-        except FetchError:
-            raise
-        except BlockedAddress as e:
+        except (BlockedAddress, ResolveError) as e:
             raise FetchError(str(e), url=current) from None
-        except ResolveError as e:
-            raise FetchError(str(e), url=current) from None
-        except httpx.ConnectTimeout:
-            raise FetchError(
-                f"could not connect to {target.host} within {_seconds(connect_timeout)}",
-                url=current,
-            ) from None
-        except httpx.ReadTimeout:
-            raise FetchError(
-                f"the server sent nothing for {_seconds(read_timeout)}", url=current
-            ) from None
-        except httpx.TimeoutException:
-            raise FetchError("timed out", url=current) from None
-        except httpx.ConnectError as e:
-            raise FetchError(
-                f"could not connect to {target.host} ({_reason(e)})", url=current
-            ) from None
-        except httpx.RemoteProtocolError as e:
-            raise FetchError(
-                f"the server broke the HTTP protocol ({_reason(e)})", url=current
-            ) from None
         except httpx.HTTPError as e:
-            raise FetchError(f"network error: {_reason(e)}", url=current) from None
+            error = _network_error(
+                e, target.host, connect_timeout, read_timeout, current
+            )
+            raise error from None
         content_type_header = response.headers.get("content-type", "")
         charset, note = detect_charset(content_type_header, body)
         return FetchResult(
@@ -270,6 +251,44 @@ async def _fetch(
             redirects=visited,
             charset_note=note,
         )
+
+
+def _network_error(
+    error: httpx.HTTPError,
+    host: str,
+    connect_timeout: float,
+    read_timeout: float,
+    url: str,
+) -> FetchError:
+    """httpx's exception for a failed exchange, as words for the reader."""
+    if isinstance(error, httpx.ConnectTimeout):
+        message = f"could not connect to {host} within {_seconds(connect_timeout)}"
+    elif isinstance(error, httpx.ReadTimeout):
+        message = f"the server sent nothing for {_seconds(read_timeout)}"
+    elif isinstance(error, httpx.TimeoutException):
+        message = "timed out"
+    elif isinstance(error, httpx.ConnectError):
+        tls = _tls_problem(error)
+        if tls:
+            message = f"the TLS certificate of {host} is not valid ({tls})"
+        else:
+            message = f"could not connect to {host} ({_reason(error)})"
+    elif isinstance(error, httpx.RemoteProtocolError):
+        message = f"the server broke the HTTP protocol ({_reason(error)})"
+    else:
+        message = f"network error: {_reason(error)}"
+    return FetchError(message, url=url)
+
+
+def _tls_problem(error: BaseException) -> str:
+    """The certificate check's own words, if a TLS verification failed."""
+    seen = 0
+    while error is not None and seen < 10:
+        if isinstance(error, ssl.SSLCertVerificationError):
+            return (error.verify_message or str(error)).rstrip(".")
+        error = error.__cause__ or error.__context__
+        seen += 1
+    return ""
 
 
 def _reason(error: Exception) -> str:

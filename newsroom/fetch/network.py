@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
+import ssl
 from collections.abc import Awaitable, Callable, Iterable
 
 import httpcore
@@ -125,8 +126,9 @@ class SafeTransport(httpx.AsyncHTTPTransport):
         allow_private: bool,
         resolver: Resolver | None = None,
         limits: httpx.Limits,
+        verify: ssl.SSLContext | bool = True,
     ) -> None:
-        super().__init__(trust_env=False, limits=limits, http2=False)
+        super().__init__(trust_env=False, limits=limits, http2=False, verify=verify)
         self.backend = PinnedBackend(allow_private=allow_private, resolver=resolver)
         # httpx builds its pool without a way to pass a network backend; build
         # the same pool with ours (the pool is httpcore's public API).
@@ -154,9 +156,11 @@ def make_client(
     resolver: Resolver | None = None,
     max_connections: int = 32,
     user_agent: str | None = None,
+    verify: ssl.SSLContext | bool = True,
 ) -> SafeClient:
     """A client for `fetch`. `allow_private` defaults to the Django setting
-    NEWSROOM_ALLOW_PRIVATE_NETWORKS; `user_agent` to NEWSROOM_USER_AGENT."""
+    NEWSROOM_ALLOW_PRIVATE_NETWORKS; `user_agent` to NEWSROOM_USER_AGENT;
+    `verify` (certificate checks) to the system's trusted authorities."""
     if allow_private is None or user_agent is None:
         from django.conf import settings
 
@@ -170,7 +174,7 @@ def make_client(
         keepalive_expiry=30,
     )
     transport = SafeTransport(
-        allow_private=allow_private, resolver=resolver, limits=limits
+        allow_private=allow_private, resolver=resolver, limits=limits, verify=verify
     )
     return SafeClient(
         transport=transport,

@@ -149,15 +149,15 @@ class RunExecutor:
         started = time.monotonic()
         run = self.run
         saved = run.status or {}
-        if saved.get("sources") or saved.get("seq"):
+        if saved:  # resumed, or queued with a chosen set of sources
             self.status = RunStatus.from_json(saved, run.pk, run.reader_id)
         else:
             self.status = RunStatus(run.pk, run.reader_id)
         status = self.status
         sources = await sync_to_async(self._load_sources)()
         self.publisher.start()
-        resuming = bool(status.sources)
-        if not resuming:
+        resuming = bool(saved) and saved.get("run_state") != "queued"
+        if not saved:  # a fresh run: every source the reader has
             for source in sources.values():
                 category = source.category.name if source.category else ""
                 self.emit(
@@ -172,7 +172,7 @@ class RunExecutor:
                 f"Resumed: {len(todo)} of {len(status.sources)} sources left to fetch"
             )
         else:
-            message = f"Run started: {len(todo)} sources"
+            message = f"Run started: {len(todo)} source{'' if len(todo) == 1 else 's'}"
         self.emit(status.set_run_state("running", message))
         self.saver.watch(status)
         live.register(run.pk, self)
@@ -203,9 +203,8 @@ class RunExecutor:
                 "Interrupted: the process is stopping; resume it to fetch the rest"
             )
             raise
-        except (
-            Exception
-        ) as e:  # a bug, not a source's failure: record it, keep the status
+        except Exception as e:
+            # A bug, not a source's failure (those never raise): record it.
             log.exception("run %s failed", run.pk)
             final_state = Run.State.FAILED
             final_message = f"Run failed: {e}"
@@ -253,8 +252,15 @@ class RunExecutor:
         while True:
             await asyncio.sleep(SAVE_TICK)
             due = self.saver.take_due()
-            if due:
+            if not due:
+                continue
+            try:
                 await sync_to_async(self.saver.write)(due)
+            except Exception:
+                # A busy or unreachable database must not stop the run: keep the
+                # run unsaved and try again on the next tick.
+                log.exception("saving run %s failed; retrying", self.run.pk)
+                self.saver.mark(self.status)
 
     async def _listen(self) -> None:
         """Fold outcomes and model progress sent by other processes."""

@@ -20,6 +20,22 @@ log = logging.getLogger(__name__)
 MAX_BACKLOG = 50_000
 
 
+_home: asyncio.AbstractEventLoop | None = None
+
+
+def set_home_loop(loop: asyncio.AbstractEventLoop | None) -> None:
+    """The loop this process serves on (serve, run_worker), for sends from threads."""
+    global _home
+    _home = loop
+
+
+def home_loop() -> asyncio.AbstractEventLoop | None:
+    loop = _home
+    if loop is None or loop.is_closed() or not loop.is_running():
+        return None
+    return loop
+
+
 def group_for(run_id: int) -> str:
     return f"run.{run_id}"
 

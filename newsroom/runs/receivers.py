@@ -12,19 +12,20 @@ fold_worker process), the update reaches the run's status:
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
-from django.db import transaction
+from django.db import connections, transaction
 from django.dispatch import receiver
 
 from fold_app.signals import delivery_folded
 from newsroom.briefing.signals import briefing_progress
 from newsroom.runs import live
 from newsroom.runs.models import Run
-from newsroom.runs.publish import exec_group_for, group_for
+from newsroom.runs.publish import exec_group_for, group_for, home_loop
 from newsroom.runs.status import RunStatus
 
 log = logging.getLogger(__name__)
@@ -51,7 +52,31 @@ def on_briefing_progress(
     )
 
 
+# Receivers may be called from async code (a signal sent on an event loop), where
+# the database cannot be used: the work then moves to this one thread, in order.
+_offload = concurrent.futures.ThreadPoolExecutor(
+    max_workers=1, thread_name_prefix="runs-receivers"
+)
+
+
 def _guarded(func, *args) -> None:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        _call(func, *args)
+    else:
+        _offload.submit(_call_offloaded, func, *args)
+
+
+def _call_offloaded(func, *args) -> None:
+    try:
+        _call(func, *args)
+    finally:
+        # This thread has no request cycle to close its connection for it.
+        connections.close_all()
+
+
+def _call(func, *args) -> None:
     # A receiver must never break the sender (the fold worker, the briefing).
     try:
         func(*args)
@@ -68,12 +93,12 @@ def deliver(run_id: int, kind: str, payload: dict[str, Any]) -> str:
     if state is None:
         return "gone"
     if state == Run.State.RUNNING:
-        _send(exec_group_for(run_id), {"type": f"run.{kind}", **payload})
+        send_group(exec_group_for(run_id), {"type": f"run.{kind}", **payload})
         return "remote"
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
         if run.state == Run.State.RUNNING:  # it started meanwhile
-            _send(exec_group_for(run_id), {"type": f"run.{kind}", **payload})
+            send_group(exec_group_for(run_id), {"type": f"run.{kind}", **payload})
             return "remote"
         status = RunStatus.from_json(run.status or {}, run.pk, run.reader_id)
         change = apply_to(status, kind, payload)
@@ -81,7 +106,7 @@ def deliver(run_id: int, kind: str, payload: dict[str, Any]) -> str:
             return "saved"
         run.status = status.to_json()
         run.save(update_fields=["status"])
-    _send(group_for(run_id), {"type": "run.change", "change": change})
+    send_group(group_for(run_id), {"type": "run.change", "change": change})
     return "saved"
 
 
@@ -97,13 +122,22 @@ def apply_to(status: RunStatus, kind: str, payload: dict[str, Any]):
     return status.set_model(payload["progress"], payload.get("message"))
 
 
-def _send(group: str, message: dict[str, Any]) -> None:
+def send_group(group: str, message: dict[str, Any]) -> None:
+    """Send to a channel-layer group from any thread, fire and forget."""
     layer = get_channel_layer()
     if layer is None:
         return
     try:
-        loop = asyncio.get_running_loop()
+        running = asyncio.get_running_loop()
     except RuntimeError:
-        async_to_sync(layer.group_send)(group, message)
+        running = None
+    if running is not None:
+        running.create_task(layer.group_send(group, message))
         return
-    loop.create_task(layer.group_send(group, message))
+    home = home_loop()
+    if home is not None:
+        # The in-memory layer's queues belong to this process's serving loop:
+        # sending from another loop would touch them from the wrong thread.
+        asyncio.run_coroutine_threadsafe(layer.group_send(group, message), home)
+        return
+    async_to_sync(layer.group_send)(group, message)

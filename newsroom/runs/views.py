@@ -33,7 +33,8 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             state: status.counts[state] for state in ("ok", "not_modified", "error")
         },
         "pending": status.counts["queued"] + status.counts["fetching"],
-        "log": list(reversed(status.log)),
+        # "fetching" lines are for live views; the final page shows what happened.
+        "log": [line for line in reversed(status.log) if line.get("level") != "debug"],
     }
     return render(request, "newsroom/run_detail.html", context)
 

@@ -24,6 +24,8 @@ from django.utils import timezone
 
 from newsroom.runs.executor import RunExecutor
 from newsroom.runs.models import Run, RunSchedule
+from newsroom.runs.publish import group_for, set_home_loop
+from newsroom.runs.receivers import send_group
 from newsroom.runs.status import RunStatus
 from newsroom.sources.models import Source
 
@@ -69,14 +71,35 @@ class RunAlreadyActive(Exception):
         self.run = run
 
 
-def queue_run(reader, trigger: str = Run.Trigger.MANUAL, source_ids=None) -> Run:
+def queue_run(
+    reader,
+    trigger: str = Run.Trigger.MANUAL,
+    source_ids=None,
+    *,
+    claim_for: str | None = None,
+) -> Run:
     """Queue a run of the reader's sources (all, or `source_ids` only). One
-    active run per reader: raises RunAlreadyActive if one is queued or running."""
+    active run per reader: raises RunAlreadyActive if one is queued or running.
+    `claim_for` (a worker tag) creates it already claimed by that process, so no
+    worker can take it first (the terminal command runs its own)."""
+    from django.contrib.auth import get_user_model
+
     with transaction.atomic():
+        # Lock the reader's row: two clicks at once must not make two runs.
+        get_user_model().objects.select_for_update().filter(pk=reader.pk).first()
         active = Run.objects.filter(reader=reader, state__in=Run.ACTIVE_STATES).first()
         if active is not None:
             raise RunAlreadyActive(active)
-        run = Run.objects.create(reader=reader, trigger=trigger)
+        fields = {}
+        if claim_for is not None:
+            now = timezone.now()
+            fields = {
+                "state": Run.State.RUNNING,
+                "worker": claim_for,
+                "started_at": now,
+                "saved_at": now,
+            }
+        run = Run.objects.create(reader=reader, trigger=trigger, **fields)
         if source_ids is not None:
             status = RunStatus(run.pk, reader.pk)
             sources = Source.objects.filter(reader=reader, pk__in=source_ids)
@@ -87,7 +110,8 @@ def queue_run(reader, trigger: str = Run.Trigger.MANUAL, source_ids=None) -> Run
                 )
             run.status = status.to_json()
             run.save(update_fields=["status"])
-    transaction.on_commit(wake)
+    if claim_for is None:
+        transaction.on_commit(wake)
     return run
 
 
@@ -123,13 +147,15 @@ def claim_next_run(tag: str) -> Run | None:
     return None
 
 
-def claim_run(run: Run, tag: str) -> bool:
-    """Claim one particular queued run (the terminal command does)."""
+def claim_run(run: Run, tag: str, from_state: str = Run.State.QUEUED) -> bool:
+    """Claim one particular run (the terminal command does): queued, or an
+    interrupted one to resume it directly."""
     now = timezone.now()
-    claimed = Run.objects.filter(pk=run.pk, state=Run.State.QUEUED).update(
-        state=Run.State.RUNNING, worker=tag, saved_at=now, started_at=now
+    claimed = Run.objects.filter(pk=run.pk, state=from_state).update(
+        state=Run.State.RUNNING, worker=tag, saved_at=now
     )
     if claimed:
+        Run.objects.filter(pk=run.pk, started_at__isnull=True).update(started_at=now)
         run.refresh_from_db()
     return claimed == 1
 
@@ -155,7 +181,7 @@ def recover_interrupted(now: datetime | None = None) -> list[int]:
             status = RunStatus.from_json(
                 locked.status or {}, locked.pk, locked.reader_id
             )
-            status.set_run_state(
+            change = status.set_run_state(
                 Run.State.INTERRUPTED.value,
                 "Interrupted: the process running it stopped; resume it to fetch the rest",
                 level="warn",
@@ -164,6 +190,7 @@ def recover_interrupted(now: datetime | None = None) -> list[int]:
             locked.state = Run.State.INTERRUPTED
             locked.worker = ""
             locked.save(update_fields=["status", "state", "worker"])
+        send_group(group_for(run.pk), {"type": "run.change", "change": change})
         recovered.append(run.pk)
         log.warning(
             "run %s was left running by a dead process; marked interrupted", run.pk
@@ -275,6 +302,7 @@ class RunWorker:
         wakeup = asyncio.Event()
         entry = (asyncio.get_running_loop(), wakeup)
         _wakers.add(entry)
+        set_home_loop(entry[0])
         try:
             while not stop.is_set():
                 if await self.step():
@@ -291,6 +319,7 @@ class RunWorker:
                     waiter.cancel()
         finally:
             _wakers.discard(entry)
+            set_home_loop(None)
             # Stopping: running runs end as "interrupted" with their state saved.
             for task in list(self.tasks):
                 task.cancel()

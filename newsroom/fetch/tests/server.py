@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import gzip
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -95,8 +96,12 @@ class _Server(ThreadingHTTPServer):
 
 
 class LocalServer:
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self._server = _Server()
+        self.scheme = "http"
+        if tls is not None:
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
+            self.scheme = "https"
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
@@ -110,7 +115,7 @@ class LocalServer:
         return self.url(path)
 
     def url(self, path: str, host: str = "127.0.0.1") -> str:
-        return f"http://{host}:{self.port}{path}"
+        return f"{self.scheme}://{host}:{self.port}{path}"
 
     def close(self) -> None:
         self._server.shutdown()
@@ -152,3 +157,65 @@ def client_trusting(trusted: set[str], resolver):
 
     backend.checked_addresses = checked
     return client
+
+
+def tls_contexts(hostname: str) -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    """(server, client) TLS contexts: a throwaway CA and a certificate for
+    `hostname` only, so a test can tell whether the client checked the name."""
+    import datetime
+    import os
+    import tempfile
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "Newsroom test CA")])
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hostname)]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.DNSName(hostname)]), critical=False
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    pem = serialization.Encoding.PEM
+    with tempfile.TemporaryDirectory() as tmp:
+        cert_path, key_path = (
+            os.path.join(tmp, "cert.pem"),
+            os.path.join(tmp, "key.pem"),
+        )
+        with open(cert_path, "wb") as f:
+            f.write(cert.public_bytes(pem))
+        with open(key_path, "wb") as f:
+            f.write(
+                key.private_bytes(
+                    pem,
+                    serialization.PrivateFormat.PKCS8,
+                    serialization.NoEncryption(),
+                )
+            )
+        server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        server.load_cert_chain(cert_path, key_path)
+    client = ssl.create_default_context(cadata=ca.public_bytes(pem).decode())
+    return server, client

@@ -350,3 +350,31 @@ async def test_a_shared_client_reuses_connections_within_its_limit(server):
     assert all(r.body == b"alive" for r in results)
     ports = {r.client_port for r in server.requests}
     assert 1 <= len(ports) <= 4  # 40 requests over at most 4 kept-alive connections
+
+
+async def test_https_to_a_pinned_address_still_checks_the_certificate_name():
+    # The connection goes to the checked IP (127.0.0.1), but TLS is negotiated
+    # for the host name: SNI and the certificate check use "feeds.test".
+    from newsroom.fetch.tests.server import LocalServer, tls_contexts
+
+    server_tls, client_tls = tls_contexts("feeds.test")
+    server = LocalServer(tls=server_tls)
+    server.route("/secure", Reply(body=b"secure"))
+
+    async def resolver(host, port):
+        return ["127.0.0.1"]
+
+    client = make_client(allow_private=True, resolver=resolver, verify=client_tls)
+    try:
+        result = await fetch(f"https://feeds.test:{server.port}/secure", client=client)
+        assert result.body == b"secure"
+        assert server.requests[-1].headers["host"] == f"feeds.test:{server.port}"
+        # Another name pinned to the same address does not pass the check.
+        error = await _error(f"https://other.test:{server.port}/secure", client=client)
+        assert str(error) == (
+            "the TLS certificate of other.test is not valid (Hostname mismatch, "
+            "certificate is not valid for 'other.test')"
+        )
+    finally:
+        await client.aclose()
+        server.close()

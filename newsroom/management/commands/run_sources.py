@@ -30,22 +30,21 @@ class Command(BaseCommand):
             user = get_user_model().objects.get(username=reader)
         except get_user_model().DoesNotExist:
             raise CommandError(f"there is no reader called {reader!r}") from None
+        tag = worker_tag()
         if resume is not None:
             run = Run.objects.filter(pk=resume, reader=user).first()
             if run is None:
                 raise CommandError(f"{reader} has no run {resume}")
-            if run.state != Run.State.INTERRUPTED:
+            if not claim_run(run, tag, from_state=Run.State.INTERRUPTED):
                 raise CommandError(f"run {resume} is {run.state}, not interrupted")
-            Run.objects.filter(pk=run.pk).update(state=Run.State.QUEUED)
         else:
             try:
-                run = queue_run(user, Run.Trigger.TERMINAL)
+                # Created already claimed: a worker cannot take it first.
+                run = queue_run(user, Run.Trigger.TERMINAL, claim_for=tag)
             except RunAlreadyActive as e:
                 raise CommandError(
                     f"{e}; wait for it, or resume it with --resume if it was interrupted"
                 ) from None
-        if not claim_run(run, worker_tag()):
-            raise CommandError(f"run {run.pk} was taken by a worker meanwhile")
         executor = RunExecutor(run)
         progress = Progress(self.stdout, sys.stdout.isatty(), executor)
         executor.observers.append(progress.change)

@@ -355,3 +355,43 @@ async def test_a_deleted_source_is_an_error_not_a_crash(alice, server, web):
         "keep": ("ok", ""),
         "gone": ("error", "this source was deleted"),
     }
+
+
+async def test_each_source_ends_in_one_change_with_state_count_time_and_log(
+    alice, bad_web
+):
+    from asgiref.sync import sync_to_async as s2a
+
+    from newsroom.runs.executor import RunExecutor
+    from newsroom.runs.status import DONE_STATES
+    from newsroom.runs.worker import claim_run, queue_run, worker_tag
+
+    await s2a(add_source)(alice, bad_web.url("/ok"), "feed")
+    await s2a(add_source)(alice, bad_web.url("/404"), "missing")
+    await s2a(add_source)(
+        alice, bad_web.url("/page"), "page", "scrape", link_pattern=r"/news/"
+    )
+    run = await s2a(queue_run)(alice)
+    assert await s2a(claim_run)(run, worker_tag())
+    client = bad_web.client()
+    executor = RunExecutor(run, client=client)
+    changes = []
+    executor.observers.append(changes.append)
+    try:
+        await executor.execute()
+    finally:
+        await client.aclose()
+    final = [c for c in changes if c.get("source", {}).get("state") in DONE_STATES]
+    assert len(final) == 3  # one each
+    by_state = {c["source"]["state"]: c for c in final}
+    for change in final:
+        assert change["log"]["source"] == change["source"]["id"]
+        assert change["source"]["ms"] is not None
+    assert by_state["error"]["source"]["error"] == "HTTP 404 Not Found"
+    assert by_state["error"]["log"]["msg"] == "missing: HTTP 404 Not Found"
+    scraped = next(c for c in final if c["log"]["msg"].startswith("page:"))
+    assert (
+        scraped["source"]["count"] == 3 and scraped["log"]["msg"] == "page: ok, 3 links"
+    )
+    # Sequence numbers are gapless and in order: replicas can follow them.
+    assert [c["seq"] for c in changes] == list(range(1, len(changes) + 1))

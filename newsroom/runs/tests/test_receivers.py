@@ -149,3 +149,16 @@ async def test_a_running_executor_applies_fold_outcomes_sent_from_another_proces
     assert status.sources[source.pk]["count"] == 7 and status.new_items == 3
     await sync_to_async(run.refresh_from_db)()
     assert run.status["items"] == 7 and run.status["sources"][0]["state"] == "ok"
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_progress_sent_from_async_code_still_reaches_the_saved_status(alice):
+    from newsroom.runs import receivers
+
+    run, _ = await sync_to_async(_run_with_source)(alice, "done")
+    # Sent on the event loop, where the database may not be used directly.
+    briefing_progress.send(sender=None, run_id=run.pk, progress={"stage": "outlook"})
+    # The receivers' thread works in order: once this no-op ran, so did the update.
+    await asyncio.to_thread(receivers._offload.submit(lambda: None).result)
+    await sync_to_async(run.refresh_from_db)()
+    assert run.status["model"] == {"stage": "outlook"}

@@ -203,3 +203,32 @@ async def asyncio_wait(worker):
     import asyncio
 
     await asyncio.wait(list(worker.tasks))
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_run_queued_for_chosen_sources_fetches_only_those(alice, server, web):
+    server.route("/feed", Reply(body=rss()))
+    chosen = await sync_to_async(add_source)(alice, web.url("/feed?a"), "chosen")
+    await sync_to_async(add_source)(alice, web.url("/feed?b"), "other")
+    run = await sync_to_async(queue_run)(alice, Run.Trigger.RETRY, [chosen.pk])
+    await execute(run, web)
+    await sync_to_async(run.refresh_from_db)()
+    assert states(run) == {"chosen": ("ok", "")}
+    assert [r.query for r in server.requests] == ["a"]
+    assert run.status["log"][0]["msg"] == "Run started: 1 source"
+
+
+def test_serve_runs_the_worker_unless_it_is_external(settings):
+    from newsroom.runs.worker import service
+
+    settings.NEWSROOM_RUN_WORKER = "inprocess"
+    assert isinstance(service(), RunWorker)
+    settings.NEWSROOM_RUN_WORKER = "external"
+    assert service() is None
+
+
+@pytest.mark.django_db
+def test_a_run_created_claimed_is_never_taken_by_a_worker(alice):
+    run = queue_run(alice, Run.Trigger.TERMINAL, claim_for="terminal:1:t")
+    assert run.state == "running" and run.worker == "terminal:1:t"
+    assert claim_next_run("host:2:b") is None
