@@ -176,7 +176,7 @@ class Heartbeats:
             while not self._stop.is_set():
                 if self._loop_answers(every):
                     try:
-                        close_old_connections()
+                        _refresh_connection()
                         self.beat()
                     except Exception as e:  # the database may be down: say so, go on
                         log.warning("heartbeat not written: %s", e)
@@ -217,10 +217,17 @@ class Heartbeats:
                 self._stopping[role] = entry
             self._roles.clear()
         try:
-            close_old_connections()
+            _refresh_connection()
             self.beat()
         except Exception as e:
             log.warning("heartbeat stop not written: %s", e)
+
+
+def _refresh_connection() -> None:
+    # Long-lived loops drop broken or aged connections themselves, as Django
+    # does per request; inside a transaction (a test's) it is not ours to close.
+    if not connection.in_atomic_block:
+        close_old_connections()
 
 
 _heartbeats: Heartbeats | None = None
