@@ -12,7 +12,14 @@ from newsroom.ops.models import Heartbeat
 class HeartbeatAdmin(admin.ModelAdmin):
     """When each role last beat; stale rows stay until an operator deletes them."""
 
-    list_display = ["role", "process", "beat_state", "last_beat", "started_at", "detail"]
+    list_display = [
+        "role",
+        "process",
+        "beat_state",
+        "last_beat",
+        "started_at",
+        "detail",
+    ]
     list_filter = ["role"]
     search_fields = ["role", "process"]
     readonly_fields = [

@@ -58,7 +58,11 @@ async def check_channel_layer(timeout: float = CHANNEL_TIMEOUT_S) -> dict:
     except Exception as e:
         return {"ok": False, "backend": backend, "error": f"channel layer failed: {e}"}
     if message.get("nonce") != nonce:
-        return {"ok": False, "backend": backend, "error": "channel layer echoed a stranger"}
+        return {
+            "ok": False,
+            "backend": backend,
+            "error": "channel layer echoed a stranger",
+        }
     ms = round((time.monotonic() - started) * 1000, 1)
     return {"ok": True, "backend": backend, "ms": ms}
 

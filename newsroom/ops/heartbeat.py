@@ -165,9 +165,7 @@ class Heartbeats:
             return
         self._stopped = False
         self._stop.clear()
-        self._thread = threading.Thread(
-            target=self._run, name="heartbeat", daemon=True
-        )
+        self._thread = threading.Thread(target=self._run, name="heartbeat", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:

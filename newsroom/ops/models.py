@@ -50,7 +50,7 @@ def beat_state(
     stale_after: timedelta,
     now: datetime | None = None,
 ) -> str:
-    """"stopped" once the process said so, "stale" past `stale_after`, else "fresh"."""
+    """ "stopped" once the process said so, "stale" past `stale_after`, else "fresh"."""
     if stopped_at is not None and stopped_at >= last_beat_at:
         return Heartbeat.State.STOPPED
     if (now or timezone.now()) - last_beat_at > stale_after:

@@ -34,7 +34,10 @@ class Command(BaseCommand):
         if not once:  # a long-running role: operators watch its heartbeat
             beats.add(
                 worker.role,
-                detail=lambda: {"running": len(worker.tasks), "finished": worker.finished},
+                detail=lambda: {
+                    "running": len(worker.tasks),
+                    "finished": worker.finished,
+                },
             )
         try:
             asyncio.run(self.main(worker, once))

@@ -92,9 +92,9 @@ def test_stop_marks_every_role_of_the_process_stopped(clock):
     hb.add("reaper")
     hb.beat()
     hb.stop()
-    assert {r.state(heartbeat.stale_after(), clock.now) for r in Heartbeat.objects.all()} == {
-        "stopped"
-    }
+    assert {
+        r.state(heartbeat.stale_after(), clock.now) for r in Heartbeat.objects.all()
+    } == {"stopped"}
 
 
 def test_a_blocked_event_loop_withholds_the_beat():

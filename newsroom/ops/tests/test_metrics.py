@@ -60,7 +60,9 @@ def world(make_reader):
     """Rows of every kind the metrics count, in known numbers."""
     now = timezone.now()
     alice = make_reader("alice")
-    ok = Source.objects.create(reader=alice, url="https://a.test/feed", last_success_at=now)
+    ok = Source.objects.create(
+        reader=alice, url="https://a.test/feed", last_success_at=now
+    )
     Source.objects.create(reader=alice, url="https://b.test/feed", error_count=2)
     Source.objects.create(reader=alice, url="https://c.test/feed", error_count=1)
     Source.objects.create(reader=alice, url="https://d.test/feed")
@@ -73,7 +75,9 @@ def world(make_reader):
             received_at=now - timedelta(seconds=received_ago),
             status=status,
             body=b"x",
-            folded_at=None if folded_ago is None else now - timedelta(seconds=folded_ago),
+            folded_at=None
+            if folded_ago is None
+            else now - timedelta(seconds=folded_ago),
         )
 
     delivery("pending", 600)
@@ -86,7 +90,11 @@ def world(make_reader):
         Item.objects.create(source=ok, key=f"k{n}", first_seen_at=now, updated_at=now)
     for n, state in enumerate(["open", "open", "gone"]):
         BrowserSession.objects.create(
-            id=f"t-{n}", tag="t", owner=alice, url="https://e.test/", state=state,
+            id=f"t-{n}",
+            tag="t",
+            owner=alice,
+            url="https://e.test/",
+            state=state,
             created_at=now,
         )
     return alice
@@ -117,7 +125,9 @@ def test_every_line_is_a_comment_or_a_sample_and_numbers_match_the_database(
     assert 600 <= value(samples, "newsroom_fold_lag_seconds") < 660
     assert value(samples, "newsroom_deliveries_folded", window="1m") == 1
     assert value(samples, "newsroom_deliveries_folded", window="5m") == 2
-    assert value(samples, "newsroom_fold_rate_per_second", window="1m") == round(1 / 60, 3)
+    assert value(samples, "newsroom_fold_rate_per_second", window="1m") == round(
+        1 / 60, 3
+    )
 
     assert value(samples, "newsroom_items") == 3
     assert value(samples, "newsroom_browser_pages_open") == 2
@@ -133,7 +143,9 @@ def test_no_waiting_delivery_means_zero_lag(operator_client):
 
 def test_heartbeats_appear_per_process_with_their_age_and_freshness(operator_client):
     fresh = Heartbeats(process="web-1:10")
-    fresh.add("web", detail=lambda: {"live": {"streams": 4, "frames": 90, "bytes": 5000}})
+    fresh.add(
+        "web", detail=lambda: {"live": {"streams": 4, "frames": 90, "bytes": 5000}}
+    )
     fresh.beat()
     old = Heartbeats(process='odd"host\\:11')  # labels are escaped
     old.add("fold")
@@ -144,10 +156,16 @@ def test_heartbeats_appear_per_process_with_their_age_and_freshness(operator_cli
         last_beat_at=timezone.now() - timedelta(seconds=300)
     )
     samples = parse(operator_client.get("/metrics").content.decode())
-    assert value(samples, "newsroom_heartbeat_fresh", role="web", process="web-1:10") == 1
+    assert (
+        value(samples, "newsroom_heartbeat_fresh", role="web", process="web-1:10") == 1
+    )
     odd = 'odd\\"host\\\\:11'
     assert value(samples, "newsroom_heartbeat_fresh", role="fold", process=odd) == 0
-    assert 300 <= value(samples, "newsroom_heartbeat_age_seconds", role="fold", process=odd) < 360
+    assert (
+        300
+        <= value(samples, "newsroom_heartbeat_age_seconds", role="fold", process=odd)
+        < 360
+    )
     assert value(samples, "newsroom_role_up", role="fold") == 0
     # Another web process's live figures come from its heartbeat.
     assert value(samples, "newsroom_live_streams_open", process="web-1:10") == 4
