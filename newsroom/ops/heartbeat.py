@@ -215,10 +215,28 @@ class Heartbeats:
                 self._stopping[role] = entry
             self._roles.clear()
         try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            self._final_beat()
+        else:
+            # Called on the event loop's thread (daphne's shutdown trigger):
+            # Django refuses database work there, so the last beat gets a thread.
+            writer = threading.Thread(target=self._final_beat_closing, daemon=True)
+            writer.start()
+            writer.join(timeout=10)
+
+    def _final_beat(self) -> None:
+        try:
             _refresh_connection()
             self.beat()
         except Exception as e:
             log.warning("heartbeat stop not written: %s", e)
+
+    def _final_beat_closing(self) -> None:
+        try:
+            self._final_beat()
+        finally:
+            connection.close()
 
 
 def _refresh_connection() -> None:

@@ -159,3 +159,17 @@ async def test_serve_roles_beat_while_they_run_and_stop_with_the_group(monkeypat
     from django.db import connections
 
     await sync_to_async(connections.close_all)()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_stop_called_on_a_running_event_loop_still_marks_the_rows_stopped():
+    # daphne's shutdown trigger runs on the loop's thread, where Django refuses
+    # database work: the last beat must still be written.
+    hb = Heartbeats(process="h:2")
+    hb.add("web")
+
+    async def shutdown_trigger() -> None:
+        hb.stop()
+
+    asyncio.run(shutdown_trigger())
+    assert Heartbeat.objects.get(process="h:2").stopped_at is not None
