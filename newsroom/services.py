@@ -57,7 +57,7 @@ class ServiceGroup:
         # The process's heartbeat thread beats for the role while it runs.
         role = getattr(service, "role", service.name)
         beats = heartbeats()
-        beats.add(role)
+        beats.add(role, detail=getattr(service, "heartbeat_detail", None))
         try:
             await self._run_guarded(service, role, beats)
         finally:

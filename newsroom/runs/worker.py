@@ -269,6 +269,10 @@ class RunWorker:
         self.finished = 0
         self._next_sweep = 0.0
 
+    def heartbeat_detail(self) -> dict:
+        """Figures its heartbeat carries (read from the heartbeat thread)."""
+        return {"running": len(self.tasks), "finished": self.finished}
+
     async def step(self) -> bool:
         """One round: recover and schedule (every 30 s), then claim a run if there
         is room. True: a run was started (look again at once)."""

@@ -32,13 +32,7 @@ class Command(BaseCommand):
         self.stdout.flush()
         beats = heartbeats()
         if not once:  # a long-running role: operators watch its heartbeat
-            beats.add(
-                worker.role,
-                detail=lambda: {
-                    "running": len(worker.tasks),
-                    "finished": worker.finished,
-                },
-            )
+            beats.add(worker.role, detail=worker.heartbeat_detail)
         try:
             asyncio.run(self.main(worker, once))
         finally:

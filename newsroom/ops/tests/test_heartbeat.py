@@ -131,6 +131,9 @@ class Role:
     def __init__(self) -> None:
         self.running = asyncio.Event()
 
+    def heartbeat_detail(self) -> dict:
+        return {"folded": 12}
+
     async def run(self, stop: asyncio.Event) -> None:
         self.running.set()
         await stop.wait()
@@ -150,6 +153,7 @@ async def test_serve_roles_beat_while_they_run_and_stop_with_the_group(monkeypat
     await sync_to_async(beats.beat)()
     row = await Heartbeat.objects.aget(role="fold")
     assert row.stopped_at is None and row.process == "serve:7"
+    assert row.detail == {"folded": 12}
     await group.shutdown()
     assert beats.roles() == []
     await sync_to_async(beats.beat)()
