@@ -209,37 +209,21 @@ INSTALLED_APPS += ["newsroom.ops"]
 # (`manage.py run_worker`, `fold_worker`, `reap_sessions`). "none" for a pure web
 # process. Unset, the older switches NEWSROOM_RUN_WORKER=external and
 # NEWSROOM_FOLD_IN_SERVE=0 still take their role out.
-_SERVE_ROLES = {"runs", "fold", "reaper"}
-NEWSROOM_SERVE_ROLES = env_list(
-    "NEWSROOM_SERVE_ROLES",
-    [
-        role
-        for role, on in (
-            ("runs", NEWSROOM_RUN_WORKER == "inprocess"),
-            ("fold", globals().get("NEWSROOM_FOLD_IN_SERVE", True)),
-            ("reaper", True),
-        )
-        if on
-    ],
-)
-if NEWSROOM_SERVE_ROLES == ["none"]:
-    NEWSROOM_SERVE_ROLES = []
-if not set(NEWSROOM_SERVE_ROLES) <= _SERVE_ROLES:
-    from newsroom.env import SettingError
+from newsroom.ops.roles import serve_roles  # noqa: E402
 
-    raise SettingError(
-        f"NEWSROOM_SERVE_ROLES={','.join(NEWSROOM_SERVE_ROLES)!r}: use any of "
-        "runs, fold, reaper (comma-separated) or none"
-    )
+NEWSROOM_SERVE_ROLES = serve_roles(
+    run_worker=NEWSROOM_RUN_WORKER,
+    fold_in_serve=globals().get("NEWSROOM_FOLD_IN_SERVE", True),
+)
 # Each area's factory reads its own switch: keep them in step with the list.
 NEWSROOM_RUN_WORKER = "inprocess" if "runs" in NEWSROOM_SERVE_ROLES else "external"
 NEWSROOM_FOLD_IN_SERVE = "fold" in NEWSROOM_SERVE_ROLES
 NEWSROOM_REAPER_IN_SERVE = "reaper" in NEWSROOM_SERVE_ROLES
 # Every long-running process beats this often; three missed beats are stale.
 NEWSROOM_HEARTBEAT_INTERVAL = env_float("NEWSROOM_HEARTBEAT_INTERVAL", 15.0, minimum=0.1)
-# Roles /healthz requires a fresh heartbeat from (web, runs, fold, reaper).
+# Roles /healthz requires a fresh heartbeat from.
 NEWSROOM_HEALTH_ROLES = env_list("NEWSROOM_HEALTH_ROLES", ["web", "runs", "fold", "reaper"])
-if not set(NEWSROOM_HEALTH_ROLES) <= _SERVE_ROLES | {"web"}:
+if not set(NEWSROOM_HEALTH_ROLES) <= {"web", "runs", "fold", "reaper"}:
     from newsroom.env import SettingError
 
     raise SettingError(
