@@ -21,19 +21,31 @@ class Delivery(models.Model):
         SCRAPE = "scrape", "Extracted links"
         BROWSER = "browser", "Rendered page links"
 
-    id = models.CharField(primary_key=True, max_length=26, default=new_ulid, editable=False)
-    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="deliveries")
+    id = models.CharField(
+        primary_key=True, max_length=26, default=new_ulid, editable=False
+    )
+    source = models.ForeignKey(
+        Source, on_delete=models.CASCADE, related_name="deliveries"
+    )
     run = models.ForeignKey(
-        "newsroom.Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="deliveries"
+        "newsroom.Run",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="deliveries",
     )
     received_at = models.DateTimeField()
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.FEED)
-    url = models.URLField(max_length=2000, blank=True, help_text="The URL the body came from.")
+    url = models.URLField(
+        max_length=2000, blank=True, help_text="The URL the body came from."
+    )
     body = models.BinaryField(null=True, blank=True)
     body_path = models.CharField(max_length=500, blank=True)
     body_pruned_at = models.DateTimeField(null=True, blank=True)
     content_type = models.CharField(max_length=200, blank=True)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    status = models.CharField(
+        max_length=10, choices=Status.choices, default=Status.PENDING
+    )
     parse_error = models.TextField(blank=True)
     folded_at = models.DateTimeField(null=True, blank=True)
     items_count = models.PositiveIntegerField(null=True, blank=True)
@@ -44,7 +56,9 @@ class Delivery(models.Model):
         verbose_name_plural = "deliveries"
         indexes = [
             models.Index(fields=["status", "received_at", "id"], name="delivery_queue"),
-            models.Index(fields=["source", "received_at", "id"], name="delivery_by_source"),
+            models.Index(
+                fields=["source", "received_at", "id"], name="delivery_by_source"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -55,7 +69,9 @@ class Item(models.Model):
     """A folded entry. Unique per (source, key); the more complete version wins."""
 
     source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="items")
-    key = models.CharField(max_length=64, help_text="Hash of GUID, else URL, else content.")
+    key = models.CharField(
+        max_length=64, help_text="Hash of GUID, else URL, else content."
+    )
     guid = models.CharField(max_length=2000, blank=True)
     title = models.TextField(blank=True)
     url = models.URLField(max_length=2000, blank=True)
@@ -76,7 +92,9 @@ class Item(models.Model):
     class Meta:
         ordering = ["-published", "-id"]
         constraints = [
-            models.UniqueConstraint(fields=["source", "key"], name="item_unique_key_per_source")
+            models.UniqueConstraint(
+                fields=["source", "key"], name="item_unique_key_per_source"
+            )
         ]
         indexes = [
             models.Index(fields=["source", "-published"]),

@@ -203,6 +203,13 @@ NEWSROOM_SESSION_TTL = env_float("NEWSROOM_SESSION_TTL", 600.0, minimum=1.0)
 NEWSROOM_SESSION_SWEEP_FRACTION = env_float("NEWSROOM_SESSION_SWEEP_FRACTION", 0.1, minimum=0.001)
 NEWSROOM_SERVICES += ["sessions_app.reaper.service"]
 
+# --- fold worker (fold_app) ---
+# Run the fold worker inside `serve`; 0 when a separate `manage.py fold_worker` runs.
+NEWSROOM_FOLD_IN_SERVE = env_bool("NEWSROOM_FOLD_IN_SERVE", True)
+# `manage.py prune_deliveries` drops delivery bodies older than this.
+NEWSROOM_DELIVERY_RETENTION_DAYS = env_int("NEWSROOM_DELIVERY_RETENTION_DAYS", 30, minimum=1)
+NEWSROOM_SERVICES += ["fold_app.service.fold_service"]
+
 # --- operations ---
 INSTALLED_APPS += ["newsroom.ops"]
 # Background roles `serve` runs beside daphne; the rest run as their own processes
@@ -213,7 +220,7 @@ from newsroom.ops.roles import serve_roles  # noqa: E402
 
 NEWSROOM_SERVE_ROLES = serve_roles(
     run_worker=NEWSROOM_RUN_WORKER,
-    fold_in_serve=globals().get("NEWSROOM_FOLD_IN_SERVE", True),
+    fold_in_serve=NEWSROOM_FOLD_IN_SERVE,
 )
 # Each area's factory reads its own switch: keep them in step with the list.
 NEWSROOM_RUN_WORKER = "inprocess" if "runs" in NEWSROOM_SERVE_ROLES else "external"
