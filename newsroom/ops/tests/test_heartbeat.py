@@ -177,3 +177,21 @@ def test_stop_called_on_a_running_event_loop_still_marks_the_rows_stopped():
 
     asyncio.run(shutdown_trigger())
     assert Heartbeat.objects.get(process="h:2").stopped_at is not None
+
+
+def test_the_admin_lists_heartbeats_with_stale_ones_marked(
+    operator_client, operator, clock
+):
+    operator.is_superuser = True
+    operator.save()
+    for process in ("fresh:1", "dead:2"):
+        hb = Heartbeats(process=process)
+        hb.add("runs")
+        hb.beat()
+    Heartbeat.objects.filter(process="dead:2").update(
+        last_beat_at=clock.now - timedelta(minutes=5)
+    )
+    page = operator_client.get("/admin/ops/heartbeat/").content.decode()
+    assert "fresh:1" in page and "dead:2" in page
+    assert page.count("<strong>STALE</strong>") == 1
+    assert "300 s ago" in page or "301 s ago" in page
