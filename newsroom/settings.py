@@ -175,6 +175,11 @@ if NEWSROOM_LLM_URL and not NEWSROOM_LLM_MODEL:
 
     raise SettingError("NEWSROOM_LLM_URL is set but NEWSROOM_LLM_MODEL is empty: name the model")
 
+# Write the day's briefing after each run, once the fold worker has folded the
+# run's deliveries (waiting at most NEWSROOM_BRIEF_AFTER_RUN_WAIT seconds).
+NEWSROOM_BRIEF_AFTER_RUN = env_bool("NEWSROOM_BRIEF_AFTER_RUN", True)
+NEWSROOM_BRIEF_AFTER_RUN_WAIT = env_float("NEWSROOM_BRIEF_AFTER_RUN_WAIT", 120.0, minimum=0.0)
+
 # --- live pages ---
 INSTALLED_APPS += ["newsroom.live"]
 # Streams render at most once per tick; writes in between land in one frame.

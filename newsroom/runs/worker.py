@@ -301,6 +301,7 @@ class RunWorker:
         except Exception:
             log.exception("run %s crashed", run.pk)
         self.finished += 1
+        await brief_after(run)
 
     async def run(self, stop: asyncio.Event) -> None:
         wakeup = asyncio.Event()
@@ -329,6 +330,23 @@ class RunWorker:
                 task.cancel()
             if self.tasks:
                 await asyncio.wait(list(self.tasks), timeout=10)
+
+
+async def brief_after(run: Run) -> None:
+    """Write the day's briefing once a run is done (settings.NEWSROOM_BRIEF_AFTER_RUN)."""
+    if not settings.NEWSROOM_BRIEF_AFTER_RUN:
+        return
+    await sync_to_async(run.refresh_from_db)(fields=["state"])
+    if run.state != Run.State.DONE:
+        return
+    from newsroom.briefing.after_run import brief_after_run
+
+    try:
+        # Its own thread: it waits for the fold and must not hold the one
+        # thread the rest of the app's synchronous database work runs on.
+        await sync_to_async(brief_after_run, thread_sensitive=False)(run)
+    except Exception:
+        log.exception("briefing after run %s failed", run.pk)
 
 
 def service() -> RunWorker | None:
