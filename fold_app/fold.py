@@ -424,9 +424,22 @@ class DatabaseItems:
     def save(self, states: list[ItemState], created: set[str]) -> None:
         ops = connection.ops
         table = ops.quote_name(Item._meta.db_table)
+        when = _Adapter(ops.adapt_datetimefield_value)
         new_rows, changed_rows = [], []
         for state in states:
-            values = self._values(state)
+            values = (
+                state.guid,
+                state.url,
+                state.title,
+                state.author,
+                when(state.published),
+                state.html,
+                state.text,
+                state.completeness,
+                state.delivery_id,
+                when(state.updated_at),
+                when(state.first_seen_at),
+            )  # in JOURNAL_FIELDS order
             if state.key in created:
                 new_rows.append(
                     (self.source.pk, state.key, self.source.category_id, *values)
@@ -450,23 +463,20 @@ class DatabaseItems:
                     changed_rows,
                 )
 
-    @staticmethod
-    def _values(state: ItemState) -> tuple:
-        # In JOURNAL_FIELDS order.
-        when = connection.ops.adapt_datetimefield_value
-        return (
-            state.guid,
-            state.url,
-            state.title,
-            state.author,
-            when(state.published),
-            state.html,
-            state.text,
-            state.completeness,
-            state.delivery_id,
-            when(state.updated_at),
-            when(state.first_seen_at),
-        )
+
+class _Adapter(dict):
+    """The backend's datetime adaptation, once per distinct value: every row of
+    a delivery carries its received_at twice, and feeds repeat their dates."""
+
+    def __init__(self, adapt) -> None:
+        self.adapt = adapt
+
+    def __missing__(self, value):
+        adapted = self[value] = self.adapt(value)
+        return adapted
+
+    def __call__(self, value):
+        return None if value is None else self[value]
 
 
 _DATETIME_FIELDS = frozenset({"published", "updated_at", "first_seen_at"})
