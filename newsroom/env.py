@@ -137,28 +137,15 @@ def sqlite_config(path: Path) -> dict:
     }
 
 
-# channels_redis.core.RedisChannelLayer.brpop_timeout (seconds per blocking pop).
-REDIS_BRPOP_TIMEOUT_S = 5
-
-
 def channel_layers(url: str) -> dict:
     if not url:
         return {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     if not url.startswith(("redis://", "rediss://", "unix://")):
         raise SettingError(f"REDIS_URL={url!r} must start with redis://, rediss:// or unix://")
-    # channels_redis waits on Redis in blocking pops of BRPOP_TIMEOUT_S; redis-py
-    # 8 gives every read a 5 s socket timeout by default, so an idle receive()
-    # raised TimeoutError and listeners died after 5 quiet seconds. Reads get
-    # room beyond the pop; connecting stays quick so a dead Redis shows at once.
-    host = {
-        "address": url,
-        "socket_timeout": REDIS_BRPOP_TIMEOUT_S + 25,
-        "socket_connect_timeout": 5,
-    }
     return {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [host], "capacity": 1000, "expiry": 30},
+            "CONFIG": {"hosts": [url], "capacity": 1000, "expiry": 30},
         }
     }
 
