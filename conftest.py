@@ -31,3 +31,10 @@ def bob(make_reader):
 def alice_client(client, alice):
     client.force_login(alice)
     return client
+
+
+@pytest.fixture(autouse=True)
+def _no_briefing_after_runs(settings):
+    # A briefing after each run waits for the fold worker, which most tests do
+    # not run; the tests of that behaviour turn it back on.
+    settings.NEWSROOM_BRIEF_AFTER_RUN = False

@@ -68,7 +68,10 @@ class Delivery(models.Model):
 class Item(models.Model):
     """A folded entry. Unique per (source, key); the more complete version wins."""
 
-    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="items")
+    # No index of its own: the unique (source, key) index starts with it.
+    source = models.ForeignKey(
+        Source, on_delete=models.CASCADE, related_name="items", db_index=False
+    )
     key = models.CharField(
         max_length=64, help_text="Hash of GUID, else URL, else content."
     )
@@ -96,8 +99,10 @@ class Item(models.Model):
                 fields=["source", "key"], name="item_unique_key_per_source"
             )
         ]
+        # Every index costs each fold's inserts. Kept: first_seen_at (the day's
+        # items for a briefing), and the foreign keys' own (category, delivery),
+        # which deleting a category or a delivery needs to set theirs to NULL.
         indexes = [
-            models.Index(fields=["source", "-published"]),
             models.Index(fields=["first_seen_at"]),
         ]
 

@@ -111,7 +111,7 @@ def wins(new: tuple[int, datetime, str], old: tuple[int, datetime, str] | None) 
 
 
 def _absolute_url(url: str, base: str) -> str:
-    url = url.translate(_CONTROL).strip()
+    url = _drop_control(url).strip()
     if not url:
         return ""
     if base and not is_absolute_http(url):
@@ -125,8 +125,15 @@ def _absolute_url(url: str, base: str) -> str:
     return url
 
 
+def _drop_control(value: str) -> str:
+    # Every character _CONTROL deletes is unprintable, so a printable string
+    # (most are) is returned as is without the per-character table lookups of
+    # str.translate, which cost several times the check.
+    return value if value.isprintable() else value.translate(_CONTROL)
+
+
 def _one_line(value: str) -> str:
-    return " ".join(value.translate(_CONTROL).split())
+    return " ".join(_drop_control(value).split())
 
 
 @dataclass

@@ -82,7 +82,10 @@ _BLOCK = re.compile(
 )
 # A tag as the sanitizer writes it: attribute values double-quoted, and text
 # never holds a raw "<" or ">" (they are escaped), so this cannot cut a tag short.
-_TAG = re.compile(r'<(?:[^">]|"[^"]*")*>')
+# Written as runs of ordinary characters between quoted values (the "unrolled
+# loop"), which the regex engine takes a run at a time instead of one
+# alternation per character: half the time of `<(?:[^">]|"[^"]*")*>`.
+_TAG = re.compile(r'<[^">]*(?:"[^"]*"[^">]*)*>')
 _SPACES = re.compile(r"\s+")
 _TEXT_ONLY = nh3.Cleaner(tags=set(), clean_content_tags=set(_DROP_WITH_CONTENT))
 
@@ -102,8 +105,12 @@ def sanitized_html_to_text(html: str) -> str:
     there, and costs a fraction of a second sanitizing pass."""
     if not html:
         return ""
-    text = htmllib.unescape(_TAG.sub("", _BLOCK.sub(" <", html)))
-    return _SPACES.sub(" ", text).strip()
+    text = _TAG.sub("", _BLOCK.sub(" <", html))
+    if "&" in text:  # most entries have no entity left once the tags are gone
+        text = htmllib.unescape(text)
+    # str.split() and the regex's \s agree on what is whitespace (both ask
+    # Py_UNICODE_ISSPACE); splitting skips the regex machinery.
+    return " ".join(text.split())
 
 
 def text_to_html(text: str) -> str:

@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 
 class FoldService:
     name = "fold worker"
+    role = "fold"  # its heartbeat role (newsroom/ops)
 
     def __init__(self, worker: Worker | None = None) -> None:
         self.worker = worker

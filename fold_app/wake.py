@@ -54,10 +54,20 @@ def notify() -> None:
 
 
 def _cross_process_layer():
-    from channels.layers import InMemoryChannelLayer, get_channel_layer
+    """A channel layer instance of this thread's own, or None in one process.
 
-    layer = get_channel_layer()
-    if layer is None or isinstance(layer, InMemoryChannelLayer):
+    Its own instance: the publisher and the listener run event loops of their
+    own, and channels_redis lets only one loop receive on a layer instance. On
+    the shared one, a listener inside `serve` would take the receive lock from
+    the live pages' hub on daphne's loop (and fail, or starve it).
+    """
+    from channels.layers import DEFAULT_CHANNEL_LAYER, InMemoryChannelLayer
+    from channels.layers import channel_layers
+
+    if DEFAULT_CHANNEL_LAYER not in channel_layers.configs:
+        return None
+    layer = channel_layers.make_backend(DEFAULT_CHANNEL_LAYER)
+    if isinstance(layer, InMemoryChannelLayer):
         return None  # one process: the local flag is all there is
     return layer
 

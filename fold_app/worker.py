@@ -33,6 +33,7 @@ from fold_app.fold import (
     QUEUED,
     FoldResult,
     fold_delivery,
+    load_delivery,
     mark_deferred,
     record_failure,
 )
@@ -112,7 +113,7 @@ def classify(exc: BaseException) -> str:
 
 
 def fold_by_id(delivery_id: str, deadline: Deadline | None = None) -> FoldResult:
-    delivery = Delivery.objects.select_related("source").get(pk=delivery_id)
+    delivery = load_delivery(delivery_id)
     return fold_delivery(delivery, deadline=deadline)
 
 

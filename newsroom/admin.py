@@ -125,7 +125,7 @@ class SourceAdmin(admin.ModelAdmin):
 
     @admin.action(description="Clear errors and fetch at the next run")
     def clear_errors(self, request, queryset):
-        changed = queryset.update(error_count=0, last_error="", next_attempt_at=None)
+        changed = queryset.update(**Source.RETRY_RESET)
         self.message_user(request, f"Cleared the errors of {changed} sources.")
 
 

@@ -13,6 +13,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from newsroom.ops.heartbeat import beat_under_daphne  # noqa: E402
 from newsroom.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
@@ -23,3 +24,6 @@ application = ProtocolTypeRouter(
         ),
     }
 )
+
+# The web role's heartbeat (daphne processes and `serve`).
+beat_under_daphne()

@@ -52,6 +52,18 @@ class ServiceGroup:
             self.tasks.append(task)
 
     async def _guard(self, service: Service) -> None:
+        from newsroom.ops.heartbeat import heartbeats
+
+        # The process's heartbeat thread beats for the role while it runs.
+        role = getattr(service, "role", service.name)
+        beats = heartbeats()
+        beats.add(role, detail=getattr(service, "heartbeat_detail", None))
+        try:
+            await self._run_guarded(service, role, beats)
+        finally:
+            beats.remove(role)
+
+    async def _run_guarded(self, service: Service, role: str, beats) -> None:
         # A role that crashes is restarted after a pause: one bad moment must
         # not silently stop folding or fetching until the process restarts.
         while not self.stop.is_set():
@@ -60,8 +72,9 @@ class ServiceGroup:
                 return
             except asyncio.CancelledError:
                 raise
-            except Exception:
+            except Exception as e:
                 log.exception("service %s crashed; restarting in 5 s", service.name)
+                beats.note(role, last_crash=f"{type(e).__name__}: {e}")
                 try:
                     await asyncio.wait_for(self.stop.wait(), timeout=5)
                 except TimeoutError:

@@ -175,6 +175,11 @@ if NEWSROOM_LLM_URL and not NEWSROOM_LLM_MODEL:
 
     raise SettingError("NEWSROOM_LLM_URL is set but NEWSROOM_LLM_MODEL is empty: name the model")
 
+# Write the day's briefing after each run, once the fold worker has folded the
+# run's deliveries (waiting at most NEWSROOM_BRIEF_AFTER_RUN_WAIT seconds).
+NEWSROOM_BRIEF_AFTER_RUN = env_bool("NEWSROOM_BRIEF_AFTER_RUN", True)
+NEWSROOM_BRIEF_AFTER_RUN_WAIT = env_float("NEWSROOM_BRIEF_AFTER_RUN_WAIT", 120.0, minimum=0.0)
+
 # --- live pages ---
 INSTALLED_APPS += ["newsroom.live"]
 # Streams render at most once per tick; writes in between land in one frame.
@@ -209,3 +214,37 @@ NEWSROOM_FOLD_IN_SERVE = env_bool("NEWSROOM_FOLD_IN_SERVE", True)
 # `manage.py prune_deliveries` drops delivery bodies older than this.
 NEWSROOM_DELIVERY_RETENTION_DAYS = env_int("NEWSROOM_DELIVERY_RETENTION_DAYS", 30, minimum=1)
 NEWSROOM_SERVICES += ["fold_app.service.fold_service"]
+
+# --- operations ---
+INSTALLED_APPS += ["newsroom.ops"]
+# Background roles `serve` runs beside daphne; the rest run as their own processes
+# (`manage.py run_worker`, `fold_worker`, `reap_sessions`). "none" for a pure web
+# process. Unset, the older switches NEWSROOM_RUN_WORKER=external and
+# NEWSROOM_FOLD_IN_SERVE=0 still take their role out.
+from newsroom.ops.roles import serve_roles  # noqa: E402
+
+NEWSROOM_SERVE_ROLES = serve_roles(
+    run_worker=NEWSROOM_RUN_WORKER,
+    fold_in_serve=NEWSROOM_FOLD_IN_SERVE,
+)
+# Each area's factory reads its own switch: keep them in step with the list.
+NEWSROOM_RUN_WORKER = "inprocess" if "runs" in NEWSROOM_SERVE_ROLES else "external"
+NEWSROOM_FOLD_IN_SERVE = "fold" in NEWSROOM_SERVE_ROLES
+NEWSROOM_REAPER_IN_SERVE = "reaper" in NEWSROOM_SERVE_ROLES
+# Every long-running process beats this often; three missed beats are stale.
+NEWSROOM_HEARTBEAT_INTERVAL = env_float("NEWSROOM_HEARTBEAT_INTERVAL", 15.0, minimum=0.1)
+# Roles /healthz requires a fresh heartbeat from.
+NEWSROOM_HEALTH_ROLES = env_list("NEWSROOM_HEALTH_ROLES", ["web", "runs", "fold", "reaper"])
+if not set(NEWSROOM_HEALTH_ROLES) <= {"web", "runs", "fold", "reaper"}:
+    from newsroom.env import SettingError
+
+    raise SettingError(
+        f"NEWSROOM_HEALTH_ROLES={','.join(NEWSROOM_HEALTH_ROLES)!r}: use any of "
+        "web, runs, fold, reaper (comma-separated)"
+    )
+# Bearer token for /healthz and /metrics (scrapers, load balancers); empty: staff only.
+NEWSROOM_OPS_TOKEN = env_str("NEWSROOM_OPS_TOKEN", "")
+if NEWSROOM_OPS_TOKEN and len(NEWSROOM_OPS_TOKEN) < 16:
+    from newsroom.env import SettingError
+
+    raise SettingError("NEWSROOM_OPS_TOKEN is shorter than 16 characters")

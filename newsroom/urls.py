@@ -27,4 +27,5 @@ urlpatterns = [
     path("runs/", include("newsroom.runs.urls")),
     path("briefings/", include("newsroom.briefing.urls")),
     path("sessions/", include("sessions_app.urls")),
+    path("", include("newsroom.ops.urls")),
 ]

@@ -151,6 +151,7 @@ class ReaperService:
     """The reaper as a background role of `manage.py serve`."""
 
     name = "session reaper"
+    role = "reaper"  # its heartbeat role (newsroom/ops)
 
     def __init__(self, reaper: Reaper | None = None) -> None:
         self.reaper = reaper or Reaper()
@@ -177,5 +178,8 @@ class ReaperService:
             log.info("closed %d browser sessions: %s", len(closed), SHUTDOWN_REASON)
 
 
-def service() -> ReaperService:
+def service() -> ReaperService | None:
+    """The `serve` role; None when a `reap_sessions` process does the sweeping."""
+    if not getattr(settings, "NEWSROOM_REAPER_IN_SERVE", True):
+        return None
     return ReaperService()

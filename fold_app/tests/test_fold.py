@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from fold_app.fold import fold_delivery
+from fold_app.fold import fold_delivery, load_delivery
 from fold_app.journal import record_delivery
 from fold_app.models import Delivery, Item
 from fold_app.parsing import LINKS_CONTENT_TYPE
@@ -223,3 +223,23 @@ def test_items_of_one_source_do_not_merge_with_another(source, bob):
     fold_delivery(deliver(source, rss({"guid": "a", "title": "Alice's"})))
     fold_delivery(deliver(other, rss({"guid": "a", "title": "Bob's"})))
     assert sorted(Item.objects.values_list("title", flat=True)) == ["Alice's", "Bob's"]
+
+
+def test_load_delivery_gives_what_the_orm_gives(source):
+    delivery = deliver(source, rss({"guid": "a", "title": "Alpha"}))
+    Source.objects.filter(pk=source.pk).update(
+        last_fetched_at=timezone.now(), etag='"v1"', error_count=2
+    )
+    loaded = load_delivery(delivery.pk)
+    expected = Delivery.objects.select_related("source").get(pk=delivery.pk)
+    for model, mine, orm in (
+        (Delivery, loaded, expected),
+        (Source, loaded.source, expected.source),
+    ):
+        for f in model._meta.concrete_fields:
+            assert getattr(mine, f.attname) == getattr(orm, f.attname), f.name
+            assert type(getattr(mine, f.attname)) is type(getattr(orm, f.attname))
+    assert "source" in loaded._state.fields_cache
+    assert not loaded._state.adding
+    with pytest.raises(Delivery.DoesNotExist):
+        load_delivery("0" * 26)

@@ -100,3 +100,18 @@ def test_within_one_delivery_the_later_entry_wins_a_tie():
     a = normalize(raw(guid="g", title="first"))
     b = normalize(raw(guid="g", title="again"))
     assert best_per_key([a, b])[a.key].title == "again"
+
+
+def test_control_characters_go_from_plain_titles_guids_authors_and_urls():
+    version = normalize(
+        raw(
+            title="Big\x07 news\x1b today",
+            guid="urn:\x01x",
+            author="Ann\x7f\u00a0Lee",
+            url="https://ex.org/\x00a\x1fb",
+        )
+    )
+    assert version.title == "Big news today"
+    assert version.guid == "urn:x"
+    assert version.author == "Ann Lee"  # the no-break space collapses too
+    assert version.url == "https://ex.org/ab"

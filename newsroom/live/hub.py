@@ -37,7 +37,7 @@ from newsroom.live.components import (
 )
 from newsroom.live.render import ComponentCache
 from newsroom.live.replica import RunReplica
-from newsroom.live.stream import Stream
+from newsroom.live.stream import SENT, Stream
 from newsroom.live.tick import Scheduler
 
 log = logging.getLogger(__name__)
@@ -548,3 +548,15 @@ def set_hub(hub: Hub | None) -> None:
     """Install a hub (tests: one with a manual tick)."""
     global _hub
     _hub = hub
+
+
+def live_stats() -> dict[str, int]:
+    """This process's open streams and what they sent (read by the heartbeat
+    thread: plain reads of ints and a dict's size, no locking needed)."""
+    hub = _hub
+    return {
+        "streams": len(hub.closers) if hub is not None else 0,
+        "frames": SENT.frames,
+        "full_frames": SENT.full_frames,
+        "bytes": SENT.bytes,
+    }

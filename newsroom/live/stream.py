@@ -23,6 +23,24 @@ from newsroom.live.render import Fragment, patch, render_page
 FRAME_PREFIX = "<!--live "
 
 
+class SentTotals:
+    """Frames and bytes every stream of this process has sent, for /metrics.
+
+    Per process on purpose: each web process reports its own (its heartbeat
+    carries them), and a counter that only grows is what Prometheus expects.
+    """
+
+    __slots__ = ("frames", "full_frames", "bytes")
+
+    def __init__(self) -> None:
+        self.frames = 0
+        self.full_frames = 0
+        self.bytes = 0
+
+
+SENT = SentTotals()
+
+
 class Stream:
     def __init__(
         self,
@@ -120,6 +138,9 @@ class Stream:
         self.frames += 1
         self.full_frames += full
         self.bytes_sent += len(text)
+        SENT.frames += 1
+        SENT.full_frames += full
+        SENT.bytes += len(text) if text.isascii() else len(text.encode())
         await self.send_text(text)
 
     async def ack(self, seq: int, ok: bool = True) -> None:

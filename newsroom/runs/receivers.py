@@ -38,6 +38,10 @@ def on_delivery_folded(
     if not delivery.run_id:
         return
     payload = {"source": delivery.source_id, "items": int(items), "new": int(new_items)}
+    if delivery.status == "failed":
+        # A body that fetched fine but could not be read (an HTML page where a
+        # feed was expected, a broken feed) turns the source's row red.
+        payload["error"] = delivery.parse_error or "the body could not be read"
     _guarded(deliver, delivery.run_id, "fold", payload)
 
 
@@ -115,6 +119,14 @@ def apply_to(status: RunStatus, kind: str, payload: dict[str, Any]):
         entry = status.sources.get(payload["source"])
         if entry is None:
             return None
+        if payload.get("error"):
+            error = payload["error"]
+            return status.report(
+                payload["source"],
+                "error",
+                message=f"{entry.get('title') or 'source'}: {error}",
+                error=error,
+            )
         category = payload.get("category") or entry.get("category", "")
         return status.fold_outcome(
             payload["source"], payload["items"], payload["new"], category

@@ -258,6 +258,7 @@ def wake() -> None:
 
 class RunWorker:
     name = "runs"
+    role = "runs"  # its heartbeat role (newsroom/ops)
 
     def __init__(
         self, *, max_runs: int = MAX_RUNS_AT_ONCE, schedule: bool = True
@@ -268,6 +269,10 @@ class RunWorker:
         self.tasks: set[asyncio.Task] = set()
         self.finished = 0
         self._next_sweep = 0.0
+
+    def heartbeat_detail(self) -> dict:
+        """Figures its heartbeat carries (read from the heartbeat thread)."""
+        return {"running": len(self.tasks), "finished": self.finished}
 
     async def step(self) -> bool:
         """One round: recover and schedule (every 30 s), then claim a run if there
@@ -297,6 +302,7 @@ class RunWorker:
         except Exception:
             log.exception("run %s crashed", run.pk)
         self.finished += 1
+        await brief_after(run)
 
     async def run(self, stop: asyncio.Event) -> None:
         wakeup = asyncio.Event()
@@ -331,6 +337,23 @@ class RunWorker:
                 task.cancel()
             if self.tasks:
                 await asyncio.wait(list(self.tasks), timeout=10)
+
+
+async def brief_after(run: Run) -> None:
+    """Write the day's briefing once a run is done (settings.NEWSROOM_BRIEF_AFTER_RUN)."""
+    if not settings.NEWSROOM_BRIEF_AFTER_RUN:
+        return
+    await sync_to_async(run.refresh_from_db)(fields=["state"])
+    if run.state != Run.State.DONE:
+        return
+    from newsroom.briefing.after_run import brief_after_run
+
+    try:
+        # Its own thread: it waits for the fold and must not hold the one
+        # thread the rest of the app's synchronous database work runs on.
+        await sync_to_async(brief_after_run, thread_sensitive=False)(run)
+    except Exception:
+        log.exception("briefing after run %s failed", run.pk)
 
 
 def service() -> RunWorker | None:

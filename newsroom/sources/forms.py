@@ -140,10 +140,7 @@ class SourceForm(FieldLayout, forms.ModelForm):
         if {"url", "kind", "link_pattern"} & set(self.changed_data):
             # A different address or way of fetching: the old health and the
             # conditional-request validators describe something else now.
-            source.etag = source.last_modified = ""
-            source.last_error = ""
-            source.error_count = 0
-            source.next_attempt_at = None
+            source.reset_health()
         if commit:
             source.save()
         return source

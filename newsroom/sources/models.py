@@ -80,6 +80,15 @@ class Source(models.Model):
     def display_title(self) -> str:
         return self.title or self.url
 
+    # The health fields that say "try again later"; cleared together.
+    RETRY_RESET = {"error_count": 0, "last_error": "", "next_attempt_at": None, "retry_after": None}
+
+    def reset_health(self) -> None:
+        """Forget errors, backoff and validators: the source is fetched at the next run."""
+        for field, value in self.RETRY_RESET.items():
+            setattr(self, field, value)
+        self.etag = self.last_modified = ""
+
     @property
     def is_failing(self) -> bool:
         return self.error_count > 0

@@ -14,6 +14,9 @@ pytestmark = pytest.mark.django_db
 
 # Pages a visitor must reach before logging in.
 PUBLIC = {"login", "logout"}
+# Operator pages answer 404, not a login redirect, to everyone but staff and the
+# ops token (tested in newsroom/ops/tests/test_access.py).
+OPERATOR_ONLY = {"healthz", "metrics"}
 SAMPLE = {"int": 1, "str": "x", "slug": "x", "path": "x", "uuid": uuid.UUID(int=1)}
 
 
@@ -37,7 +40,9 @@ def named_patterns(resolver=None, namespace=""):
 
 
 ALL = sorted({name: kwargs for name, kwargs in named_patterns()}.items())
-PRIVATE = [(name, kwargs) for name, kwargs in ALL if name not in PUBLIC]
+PRIVATE = [
+    (name, kwargs) for name, kwargs in ALL if name not in PUBLIC | OPERATOR_ONLY
+]
 
 
 def test_the_walk_finds_the_pages_it_should():

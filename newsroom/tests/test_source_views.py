@@ -247,6 +247,7 @@ def test_a_new_address_clears_the_old_health(alice_client, alice):
         last_error="HTTP 410",
         error_count=4,
         next_attempt_at=timezone.now(),
+        retry_after=timezone.now(),
     )
     form = {"title": "Renamed", "url": source.url, "kind": "feed"}
     alice_client.post(reverse("source_edit", args=[source.pk]), form)
@@ -258,7 +259,7 @@ def test_a_new_address_clears_the_old_health(alice_client, alice):
     )
     source.refresh_from_db()
     assert (source.error_count, source.last_error, source.etag) == (0, "", "")
-    assert source.next_attempt_at is None
+    assert source.next_attempt_at is None and source.retry_after is None
 
 
 def test_delete_asks_first_then_deletes(alice_client, alice):

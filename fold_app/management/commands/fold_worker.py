@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from fold_app import wake
 from fold_app.claims import AnotherFoldWorker, SingleWorkerLock
+from newsroom.ops.heartbeat import FOLD, heartbeats
 from fold_app.worker import (
     FOLD_DEADLINE_S,
     TICK_S,
@@ -86,9 +87,13 @@ class Command(BaseCommand):
             name="fold-worker",
         )
         thread.start()
+        beats = heartbeats()  # from a thread of its own: operators watch it
+        beats.add(FOLD)
+        beats.start()
         while thread.is_alive():
             thread.join(0.5)
         listener.stop()
+        beats.stop()
         self.stdout.write("Fold worker stopped.")
 
     def _report(self, delivery_id: str, outcome: Outcome) -> None:

@@ -67,6 +67,12 @@ def server_env(**extra: str) -> dict[str, str]:
         "SECRET_KEY": settings.SECRET_KEY,
         "NEWSROOM_ALLOW_PRIVATE_NETWORKS": "1",
         "LOG_LEVEL": "WARNING",
+        # These tests watch the run itself and compare the page with the run's
+        # final saved status. Fold outcomes and the briefing after the run keep
+        # changing that status after "Done"; their way into the sidebar has its
+        # own tests (runs receivers, live hub).
+        "NEWSROOM_FOLD_IN_SERVE": "0",
+        "NEWSROOM_BRIEF_AFTER_RUN": "0",
         **extra,
     }
     if settings.REDIS_URL:

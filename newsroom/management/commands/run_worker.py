@@ -7,6 +7,7 @@ import signal
 
 from django.core.management.base import BaseCommand
 
+from newsroom.ops.heartbeat import heartbeats
 from newsroom.runs.worker import RunWorker
 
 
@@ -29,7 +30,13 @@ class Command(BaseCommand):
         worker = RunWorker(schedule=not no_schedule)
         self.stdout.write(f"Run worker {worker.tag} started. Press Ctrl-C to stop.")
         self.stdout.flush()
-        asyncio.run(self.main(worker, once))
+        beats = heartbeats()
+        if not once:  # a long-running role: operators watch its heartbeat
+            beats.add(worker.role, detail=worker.heartbeat_detail)
+        try:
+            asyncio.run(self.main(worker, once))
+        finally:
+            beats.stop()
         self.stdout.write(f"Run worker stopped after {worker.finished} run(s).")
 
     async def main(self, worker: RunWorker, once: bool) -> None:
@@ -47,4 +54,5 @@ class Command(BaseCommand):
                         list(worker.tasks), return_when=asyncio.FIRST_COMPLETED
                     )
             return
+        heartbeats().start(loop)
         await worker.run(stop)

@@ -45,6 +45,25 @@ def test_a_fold_outcome_for_a_finished_run_goes_into_its_saved_status(alice):
 
 
 @pytest.mark.django_db
+def test_a_body_the_fold_could_not_read_turns_the_source_red(alice):
+    run, source = _run_with_source(alice, "done")
+    delivery = Delivery.objects.create(
+        source=source,
+        run=run,
+        received_at=run.created_at,
+        body=b"<html><body>Welcome</body></html>",
+        status=Delivery.Status.FAILED,
+        parse_error="This is an HTML page, not a feed.",
+    )
+    delivery_folded.send(sender=Delivery, delivery=delivery, items=0, new_items=0)
+    run.refresh_from_db()
+    entry = run.status["sources"][0]
+    assert entry["state"] == "error"
+    assert entry["error"] == "This is an HTML page, not a feed."
+    assert run.status["log"][-1]["msg"] == "Feed: This is an HTML page, not a feed."
+
+
+@pytest.mark.django_db
 def test_model_progress_for_a_finished_run_goes_into_its_saved_status(alice):
     run, _ = _run_with_source(alice, "done")
     progress = {

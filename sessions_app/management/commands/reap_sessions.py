@@ -8,6 +8,7 @@ import threading
 from django.core.management.base import BaseCommand
 from django.db import close_old_connections
 
+from newsroom.ops.heartbeat import REAPER, heartbeats
 from sessions_app.reaper import SHUTDOWN_REASON, Reaper, sweep_interval
 
 
@@ -20,7 +21,12 @@ class Command(BaseCommand):
     def handle(self, *args, once: bool, **options):
         reaper = Reaper()
         stop = threading.Event()
+        beats = heartbeats()
+        last: dict = {}
         if not once:
+            # Beats from its own thread: a sweep may take a browser launch long.
+            beats.add(REAPER, detail=lambda: dict(last))
+            beats.start()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: stop.set())
             self.stdout.write(
@@ -28,6 +34,7 @@ class Command(BaseCommand):
             )
         while True:
             result = reaper.sweep()
+            last.update(open_pages=result.open_pages, cap=result.cap)
             for sid, reason in result.closed:
                 self.stdout.write(f"closed {sid}: {reason}")
             self.stdout.write(
@@ -41,3 +48,4 @@ class Command(BaseCommand):
         if not once:
             closed = reaper.shutdown()
             self.stdout.write(f"closed {len(closed)} sessions: {SHUTDOWN_REASON}")
+            beats.stop()
