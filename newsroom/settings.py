@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from newsroom.env import (
+    SettingError,
     channel_layers,
     database_config,
     env_bool,
@@ -145,8 +146,6 @@ NEWSROOM_SOURCE_RETRY_INTERVAL = env_int(
 # (then `manage.py run_worker` processes do it).
 NEWSROOM_RUN_WORKER = env_str("NEWSROOM_RUN_WORKER", "inprocess")
 if NEWSROOM_RUN_WORKER not in ("inprocess", "external"):
-    from newsroom.env import SettingError
-
     raise SettingError(
         f"NEWSROOM_RUN_WORKER={NEWSROOM_RUN_WORKER!r}: use inprocess or external"
     )
@@ -167,12 +166,8 @@ NEWSROOM_EMBED_CACHE_DIR = env_str("NEWSROOM_EMBED_CACHE_DIR", str(DATA_DIR / "w
 # Cosine similarity at which two items are the same story.
 NEWSROOM_BRIEFING_SAME_STORY = env_float("NEWSROOM_BRIEFING_SAME_STORY", 0.7, minimum=0.0)
 if NEWSROOM_LLM_URL and not NEWSROOM_LLM_URL.startswith(("http://", "https://")):
-    from newsroom.env import SettingError
-
     raise SettingError(f"NEWSROOM_LLM_URL={NEWSROOM_LLM_URL!r} must start with http:// or https://")
 if NEWSROOM_LLM_URL and not NEWSROOM_LLM_MODEL:
-    from newsroom.env import SettingError
-
     raise SettingError("NEWSROOM_LLM_URL is set but NEWSROOM_LLM_MODEL is empty: name the model")
 
 # Write the day's briefing after each run, once the fold worker has folded the
@@ -236,8 +231,6 @@ NEWSROOM_HEARTBEAT_INTERVAL = env_float("NEWSROOM_HEARTBEAT_INTERVAL", 15.0, min
 # Roles /healthz requires a fresh heartbeat from.
 NEWSROOM_HEALTH_ROLES = env_list("NEWSROOM_HEALTH_ROLES", ["web", "runs", "fold", "reaper"])
 if not set(NEWSROOM_HEALTH_ROLES) <= {"web", "runs", "fold", "reaper"}:
-    from newsroom.env import SettingError
-
     raise SettingError(
         f"NEWSROOM_HEALTH_ROLES={','.join(NEWSROOM_HEALTH_ROLES)!r}: use any of "
         "web, runs, fold, reaper (comma-separated)"
@@ -245,6 +238,4 @@ if not set(NEWSROOM_HEALTH_ROLES) <= {"web", "runs", "fold", "reaper"}:
 # Bearer token for /healthz and /metrics (scrapers, load balancers); empty: staff only.
 NEWSROOM_OPS_TOKEN = env_str("NEWSROOM_OPS_TOKEN", "")
 if NEWSROOM_OPS_TOKEN and len(NEWSROOM_OPS_TOKEN) < 16:
-    from newsroom.env import SettingError
-
     raise SettingError("NEWSROOM_OPS_TOKEN is shorter than 16 characters")
