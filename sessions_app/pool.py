@@ -18,11 +18,13 @@ import asyncio
 import base64
 import logging
 import threading
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, TypeVar
 
 from django.conf import settings
+from django.utils import timezone
 
 from sessions_app.netrule import Refused, acheck_url
 
@@ -438,3 +440,20 @@ def get_pool() -> Pool:
         if _pool is None:
             _pool = Pool()
         return _pool
+
+
+class PoolUser:
+    """The pool, a clock and a memory probe: what the session actions and the
+    reaper both work with, each injectable so tests can fake time and memory."""
+
+    def __init__(
+        self,
+        pool: Pool | None = None,
+        clock: Callable[[], datetime] = timezone.now,
+        available: Callable[[], int | None] | None = None,
+    ) -> None:
+        from sessions_app.browser import available_mb
+
+        self.pool = pool or get_pool()
+        self.clock = clock
+        self.available = available or available_mb

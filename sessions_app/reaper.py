@@ -10,19 +10,17 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import close_old_connections
-from django.utils import timezone
 
 from sessions_app import browser as host_mod
 from sessions_app.limits import reclaim_count, session_cap
 from sessions_app.models import BrowserSession
-from sessions_app.pool import Pool, get_pool
+from sessions_app.pool import PoolUser
 
 log = logging.getLogger(__name__)
 SHUTDOWN_REASON = "the server shut down"
@@ -42,17 +40,7 @@ class SweepResult:
     closed: list[tuple[str, str]] = field(default_factory=list)  # (id, reason)
 
 
-class Reaper:
-    def __init__(
-        self,
-        pool: Pool | None = None,
-        clock: Callable[[], datetime] = timezone.now,
-        available: Callable[[], int | None] = host_mod.available_mb,
-    ) -> None:
-        self.pool = pool or get_pool()
-        self.clock = clock
-        self.available = available
-
+class Reaper(PoolUser):
     def sessions(self):
         from sessions_app.sessions import Sessions
 

@@ -18,7 +18,7 @@ from django.utils import timezone
 from sessions_app import browser as host_mod
 from sessions_app.models import BrowserSession
 from sessions_app.netrule import Refused, check_url
-from sessions_app.pool import ActionFailed, PageGone, Pool, get_pool
+from sessions_app.pool import ActionFailed, PageGone, PoolUser
 from sessions_app.registry import Registry, RegistryLimits, SessionError
 from sessions_app.secrets import MissingSecret, fill
 
@@ -70,17 +70,7 @@ def registry_for(host, clock: Callable[[], datetime] = timezone.now) -> Registry
     )
 
 
-class Sessions:
-    def __init__(
-        self,
-        pool: Pool | None = None,
-        clock: Callable[[], datetime] = timezone.now,
-        available: Callable[[], int | None] = host_mod.available_mb,
-    ) -> None:
-        self.pool = pool or get_pool()
-        self.clock = clock
-        self.available = available
-
+class Sessions(PoolUser):
     @property
     def timeout(self) -> float:
         return settings.NEWSROOM_BROWSER_TIMEOUT
