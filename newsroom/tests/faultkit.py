@@ -25,6 +25,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -124,15 +125,25 @@ def wait_for(predicate, timeout: float, what: str, every: float = 0.1):
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
+@dataclass
+class Answer:
+    path: str
+    started: float  # when the server began to handle the request (time.time())
+    # When the whole answer was written to a client still there to read it;
+    # None while it is being answered, or when its client had died (a killed
+    # process's last requests can still be read from the socket after it died).
+    answered: float | None = None
+
+
 class CountingFeeds:
     """`count` feeds at /feed/<i>, each answering after a short delay. Records
-    (path, started, answered) for every request."""
+    an Answer for every request."""
 
     def __init__(self, count: int, *, delay: float = 0.1, seed: int = 0) -> None:
         self.server = LocalServer()
         self.delay = delay
         self.lock = threading.Lock()
-        self.log: list[tuple[str, float, float]] = []
+        self.log: list[Answer] = []
         rng = random.Random(seed)
         self.bodies = {
             f"/feed/{i}": rss(rng.randint(1, 6), title=f"Feed {i}")
@@ -142,31 +153,41 @@ class CountingFeeds:
             self.server.route(path, self._reply)
 
     def _reply(self, request: Request) -> Reply:
-        started = time.time()
+        answer = Answer(request.path, time.time())
         with self.lock:
-            # The answer is complete about `delay` after it starts.
-            self.log.append((request.path, started, started + self.delay))
+            self.log.append(answer)
+
+        def sent(delivered: bool) -> None:
+            if delivered:
+                answer.answered = time.time()
+
         return Reply(
             200,
             self.bodies[request.path],
             {"Content-Type": "application/rss+xml"},
             delay=self.delay,
+            sent=sent,
         )
 
     def url(self, path: str) -> str:
         return self.server.url(path)
 
-    def counts(self) -> Counter[str]:
+    def answers(self) -> list[Answer]:
         with self.lock:
-            return Counter(path for path, _, _ in self.log)
+            return list(self.log)
+
+    def counts(self) -> Counter[str]:
+        return Counter(a.path for a in self.answers())
 
     def requests_after(self, moment: float) -> Counter[str]:
-        with self.lock:
-            return Counter(path for path, started, _ in self.log if started > moment)
+        return Counter(a.path for a in self.answers() if a.started > moment)
 
     def answered_before(self, moment: float) -> set[str]:
-        with self.lock:
-            return {path for path, _, answered in self.log if answered < moment}
+        return {
+            a.path
+            for a in self.answers()
+            if a.answered is not None and a.answered < moment
+        }
 
     def close(self) -> None:
         self.server.close()

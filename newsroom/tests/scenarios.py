@@ -96,11 +96,12 @@ def kill_the_run_worker(
                 # state lacks (an answer lost at an earlier kill and not asked
                 # for again yet is not this process's loss).
                 ages = [
-                    moment - answered_at
-                    for path, started, answered_at in list(feeds.log)
-                    if started > previous
-                    and answered_at < moment
-                    and path not in saved_done
+                    moment - a.answered
+                    for a in feeds.answers()
+                    if a.started > previous
+                    and a.answered is not None
+                    and a.answered < moment
+                    and a.path not in saved_done
                 ]
                 previous = moment
                 result.lost_s.append(round(max(ages, default=0.0), 3))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import gzip
+import socket
 import ssl
 import threading
 import time
@@ -24,6 +25,9 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0  # seconds before the status line
     chunk_delay: float = 0.0  # seconds between body chunks (slow bodies)
+    # Called once the whole answer is written, with True when the client was
+    # still there to take it (a killed client's request may be read after it died).
+    sent: Callable[[bool], None] | None = None
 
 
 @dataclass
@@ -68,6 +72,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self.send_header("Content-Length", str(len(reply.body)))
                 self.end_headers()
                 self.wfile.write(reply.body)
+                self.wfile.flush()
+                if reply.sent is not None:
+                    reply.sent(not _peer_closed(self.connection))
                 return
             # Chunked so the body can trickle.
             self.send_header("Transfer-Encoding", "chunked")
@@ -78,8 +85,24 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
                 self.wfile.flush()
             self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+            if reply.sent is not None:
+                reply.sent(not _peer_closed(self.connection))
         except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up, as the test wanted
+            if reply.sent is not None:
+                reply.sent(False)
+            # the client gave up, as the test wanted
+
+
+def _peer_closed(sock: socket.socket) -> bool:
+    """Whether the client has closed its end (a keep-alive client that is still
+    there has sent nothing more; one that died left an end of stream)."""
+    try:
+        return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except (BlockingIOError, ValueError):  # ValueError: TLS sockets take no flags
+        return False
+    except OSError:
+        return True
 
 
 class _Server(ThreadingHTTPServer):
