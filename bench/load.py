@@ -142,7 +142,7 @@ def main() -> int:
                 "state", flat=True
             )
         )
-        answered = {p: a for p, _, a in feeds.log}
+        answered = {a.path: a.answered for a in feeds.answers() if a.answered}
         latencies = sorted(
             (at - answered[path_of[sid]]) * 1000
             for mine in seen_done.values()
