@@ -32,6 +32,13 @@ from django.db import connection
 _LOCK_SPACE = 0x666F6C64
 
 
+def lock_key(source_id: int) -> int:
+    """The source's second key: the two-key advisory lock takes 32-bit signed
+    integers and source ids are 64-bit, so larger ids wrap. Two sources sharing
+    a key only fold one at a time (a worker's own locks are reentrant)."""
+    return (source_id + 2**31) % 2**32 - 2**31
+
+
 class SourceClaims:
     """Per-source claims of this thread's database connection (PostgreSQL);
     on other databases every claim succeeds (one worker, see SingleWorkerLock)."""
@@ -50,7 +57,8 @@ class SourceClaims:
             return True
         with connection.cursor() as cursor:
             cursor.execute(
-                "SELECT pg_try_advisory_lock(%s, %s)", [_LOCK_SPACE, source_id]
+                "SELECT pg_try_advisory_lock(%s, %s)",
+                [_LOCK_SPACE, lock_key(source_id)],
             )
             got = bool(cursor.fetchone()[0])
         if got:
@@ -66,7 +74,8 @@ class SourceClaims:
         try:
             with connection.cursor() as cursor:
                 cursor.execute(
-                    "SELECT pg_advisory_unlock(%s, %s)", [_LOCK_SPACE, source_id]
+                    "SELECT pg_advisory_unlock(%s, %s)",
+                    [_LOCK_SPACE, lock_key(source_id)],
                 )
         except Exception:  # noqa: BLE001 - a broken connection has released it
             connection.close_if_unusable_or_obsolete()

@@ -12,7 +12,12 @@ import pytest
 from django.conf import settings
 from django.db import connection, connections
 
-from fold_app.claims import AnotherFoldWorker, SingleWorkerLock, SourceClaims
+from fold_app.claims import (
+    AnotherFoldWorker,
+    SingleWorkerLock,
+    SourceClaims,
+    lock_key,
+)
 from fold_app.models import Delivery
 from fold_app.tests.feeds import RSS_TYPE, rss
 from fold_app.worker import Worker
@@ -58,6 +63,30 @@ def hold_claim(source_id: int, held: threading.Event, release: threading.Event):
     thread = threading.Thread(target=body)
     thread.start()
     return thread
+
+
+def test_lock_keys_fit_postgres_int4_for_any_source_id():
+    for source_id in (1, 2**31 - 1, 2**31, 2**32 + 7, 2**63 - 1):
+        assert -(2**31) <= lock_key(source_id) < 2**31
+    assert lock_key(5) == 5
+    assert lock_key(2**32 + 5) == 5  # shares 5's lock: folds wait, never collide
+
+
+@postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_sources_with_ids_past_32_bits_are_claimed(alice):
+    big = Source.objects.create(reader=alice, url="https://ex.org/big.xml", pk=2**40 + 3)
+    held, release = threading.Event(), threading.Event()
+    other = hold_claim(big.pk, held, release)
+    try:
+        assert held.wait(10)
+        assert not SourceClaims().claim(big.pk)
+    finally:
+        release.set()
+        other.join(10)
+    claims = SourceClaims()
+    assert claims.claim(big.pk)
+    claims.release(big.pk)
 
 
 @postgres_only
