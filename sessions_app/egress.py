@@ -352,14 +352,16 @@ async def _relay(
     *,
     started: asyncio.Future | None = None,
 ) -> None:
-    """Both directions until both ends closed (or either failed)."""
+    """Both directions until either end closes or fails: browsers do not
+    half-close, and a tunnel left waiting on a silent server would linger."""
     tasks = [
         started or asyncio.ensure_future(_pipe(client_r, up_w)),
         asyncio.ensure_future(_pipe(up_r, client_w)),
     ]
     try:
-        for done in asyncio.as_completed(tasks):
-            await done  # a reset on either side ends the tunnel
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            task.result()  # a reset is only logged, by the caller
     finally:
         for task in tasks:
             task.cancel()
