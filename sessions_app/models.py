@@ -28,6 +28,14 @@ class BrowserHost(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     baseline_mb = models.FloatField(default=0.0)  # the browser with no kept page
     tab_mb = models.FloatField(null=True, blank=True)  # last measured per kept page
+    # The egress proxy Chromium reaches the network through (sessions_app.egress):
+    # launched with it, and the browser counts as alive only while it answers.
+    egress_port = models.IntegerField(null=True, blank=True)
+    egress_pid = models.IntegerField(null=True, blank=True)
+    egress_token = models.CharField(max_length=64, blank=True)
+    egress_private = models.BooleanField(
+        default=False, help_text="The proxy passes private addresses."
+    )
 
     def __str__(self) -> str:
         return f"browser {self.tag or '(none)'} at {self.endpoint or '-'}"

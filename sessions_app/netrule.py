@@ -81,3 +81,20 @@ async def acheck_url(url: str, *, allow_private: bool) -> None:
     except (socket.gaierror, UnicodeError) as e:
         raise Refused(f"{host} cannot be resolved: {e}") from None
     _verdict(host, sorted({info[4][0] for info in infos}))
+
+
+async def explain_egress_failure(url: str) -> str:
+    """Why the browser's egress proxy did not carry `url`, in this rule's words.
+
+    The proxy answers Chromium, which keeps only "tunnel failed": the host is
+    resolved again here to say why (the proxy's own decision stands either way)."""
+    http_url = "http" + url[2:] if url.startswith(("ws:", "wss:")) else url
+    try:
+        await acheck_url(http_url, allow_private=False)
+    except Refused as e:
+        return f"the browser's egress proxy refused it: {e}"
+    return (
+        f"{url} could not be reached through the browser's egress proxy "
+        "(it refuses addresses that are not public; this one may have answered "
+        "differently to the proxy, or not at all)"
+    )

@@ -26,7 +26,8 @@ from typing import Any, TypeVar
 from django.conf import settings
 from django.utils import timezone
 
-from sessions_app.netrule import Refused, acheck_url
+from sessions_app.egress import REFUSED_HEADER
+from sessions_app.netrule import Refused, acheck_url, explain_egress_failure
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -38,6 +39,20 @@ class PageGone(Exception):
 
 class ActionFailed(Exception):
     """An action could not be done; str() says why in plain words."""
+
+
+# How Chromium reports a CONNECT its proxy answered with anything but 200:
+# a page request (net error) and a WebSocket (handshake error) respectively.
+TUNNEL_FAILED = ("ERR_TUNNEL_CONNECTION_FAILED", "tunnel via proxy server failed")
+_REFUSED = REFUSED_HEADER.lower()
+
+
+@dataclass(frozen=True)
+class _Unexplained:
+    """A connection the egress proxy would not make; why is worked out when
+    the refusals are read (it takes a DNS lookup, too slow for an event)."""
+
+    url: str
 
 
 @dataclass
@@ -61,7 +76,7 @@ class Pool:
         self._ws = ""
         self._pages: dict[str, Any] = {}  # target id -> Page, for this connection
         # id(page) -> the rule's refusals since the page's last action
-        self._blocked: dict[int, list[str]] = {}
+        self._blocked: dict[int, list[str | _Unexplained]] = {}
         self._guarded: set[int] = set()  # id(page) of pages routed through the rule
         self._render_slots: asyncio.Semaphore | None = None
 
@@ -181,12 +196,36 @@ class Pool:
         return self._pages.get(target_id)
 
     async def _guard(self, page) -> None:
-        """Route every request of the page through the private-network rule.
+        """Route every request of the page through the private-network rule,
+        and note what the browser's egress proxy refused behind it.
 
         Each process that drives the page adds its own route: routes belong to a
-        connection and vanish with it."""
+        connection and vanish with it. The route is the friendly layer (it names
+        each refusal on the page); the proxy is the one nothing gets around, and
+        it sees what routes do not: WebSockets, service workers, prefetches,
+        redirects of subresources, a name that resolves elsewhere the second time."""
         self._guarded.add(id(page))
         refusals = self._blocked.setdefault(id(page), [])
+
+        def refused_response(response) -> None:
+            why = response.headers.get(_REFUSED)
+            if why:
+                refusals.append(why)
+
+        def refused_request(request) -> None:
+            if any(t in (request.failure or "") for t in TUNNEL_FAILED):
+                refusals.append(_Unexplained(request.url))
+
+        def websocket(ws) -> None:
+            def error(message: str) -> None:
+                if any(t in message for t in TUNNEL_FAILED):
+                    refusals.append(_Unexplained(ws.url))
+
+            ws.on("socketerror", error)
+
+        page.on("response", refused_response)
+        page.on("requestfailed", refused_request)
+        page.on("websocket", websocket)
 
         async def check(route) -> None:
             url = route.request.url
@@ -273,12 +312,18 @@ class Pool:
     async def load(self, page, url: str, wait_for: str | None, timeout: float) -> None:
         ms = timeout * 1000
         try:
-            await page.goto(url, wait_until="load", timeout=ms)
+            response = await page.goto(url, wait_until="load", timeout=ms)
         except Exception as e:
-            why = self.take_refusals(page)
+            why = await self.take_refusals(page)
+            if not why and any(t in str(e) for t in TUNNEL_FAILED):
+                why = [await explain_egress_failure(url)]
             raise ActionFailed(
                 why[0] if why else f"the page did not load: {_short(e)}"
             ) from None
+        refused = response.headers.get(_REFUSED) if response is not None else None
+        if refused:  # the egress proxy's own answer, for plain http
+            await self.take_refusals(page)
+            raise ActionFailed(refused)
         try:
             if wait_for:
                 await page.wait_for_selector(wait_for, timeout=ms)
@@ -291,11 +336,17 @@ class Pool:
                     f"{wait_for!r} did not appear: {_short(e)}"
                 ) from None
 
-    def take_refusals(self, page) -> list[str]:
+    async def take_refusals(self, page) -> list[str]:
+        """The page's refusals since the last call, each said once."""
         refusals = self._blocked.get(id(page), [])
         taken = list(refusals)
         refusals.clear()
-        return taken
+        said: dict[str, None] = {}
+        for item in taken:
+            if isinstance(item, _Unexplained):
+                item = await explain_egress_failure(item.url)
+            said[item] = None
+        return list(said)
 
     async def _recheck(self, page) -> str | None:
         """Where the page ended up must pass the rule too: a redirect of the main
@@ -320,7 +371,7 @@ class Pool:
             url=page.url,
             title=await page.title(),
             html=await page.content() if html else "",
-            blocked=self.take_refusals(page),
+            blocked=await self.take_refusals(page),
         )
 
     async def act(

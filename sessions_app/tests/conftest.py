@@ -79,30 +79,20 @@ def chromium():
         executable = host_mod.find_chromium()
     except host_mod.BrowserUnavailable as e:
         pytest.skip(f"browser tests need Chromium: {e}")
-    proc, endpoint, ws_url, user_data_dir = host_mod.launch(executable, 0)
-    launched = {
-        "endpoint": endpoint,
-        "ws_url": ws_url,
-        "pid": proc.pid,
-        "user_data_dir": user_data_dir,
+    # Behind a proxy that passes private addresses: the test site is on loopback.
+    launched = host_mod.launch(executable, 0, allow_private=True)
+    yield {
+        **launched.record(),
         "executable": executable,
-        "baseline_mb": host_mod.browser_mb(proc.pid) or 0.0,
+        "baseline_mb": host_mod.browser_mb(launched.proc.pid) or 0.0,
     }
-    yield launched
     from sessions_app.pool import get_pool
 
     try:
         get_pool().run(get_pool().stop(), timeout=10)
     except Exception:
         pass
-    proc.terminate()
-    try:
-        proc.wait(5)
-    except Exception:
-        proc.kill()
-    import shutil
-
-    shutil.rmtree(user_data_dir, ignore_errors=True)
+    launched.stop()
 
 
 @pytest.fixture
