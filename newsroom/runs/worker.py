@@ -22,7 +22,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from newsroom.runs.dbretry import drop_broken_connection
+from newsroom.dbretry import drop_broken_connection
 from newsroom.runs.executor import RunExecutor
 from newsroom.runs.models import Run, RunSchedule
 from newsroom.runs.publish import group_for, set_home_loop
