@@ -150,6 +150,7 @@ def main() -> int:
             and p.sources_without_delivery == 0
             and set(p.deliveries) <= {"parsed", "failed"}
             and p.reindex_ok
+            and p.tracebacks == 0
         )
         figures["db_refused"] = p.refused
         figures["seconds"] = round(time.monotonic() - began)

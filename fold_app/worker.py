@@ -38,6 +38,12 @@ from fold_app.fold import (
     record_failure,
 )
 from fold_app.models import Delivery
+from newsroom.dbretry import (
+    Outage,
+    describe,
+    drop_broken_connection,
+    is_connection_error,
+)
 
 log = logging.getLogger("fold_app.worker")
 
@@ -153,7 +159,7 @@ class FoldStep:
             connection.close_if_unusable_or_obsolete()  # a broken connection goes
         kind = classify(error)
         if kind == "deferred":
-            log.info("delivery %s deferred: %s", delivery_id, error)
+            log.info("delivery %s deferred: %s", delivery_id, describe(error))
             mark_deferred(delivery_id)
             return Outcome(deferred=1)
         if kind == "deadline":
@@ -235,6 +241,7 @@ class Worker:
         # pass may fold them; other workers still see them claimed.
         self._stuck_sources: set[int] = set()
         self._stuck_lock = threading.Lock()
+        self.outage = Outage("fold worker", logger=log)
 
     def _stuck(self, source_id: int) -> bool:
         with self._stuck_lock:
@@ -364,7 +371,9 @@ class Worker:
                 .values_list("source_id", "newest")
             )
             return dict(rows)
-        except Exception:  # noqa: BLE001 - an observation must not cost the delivery
+        except Exception as e:  # noqa: BLE001 - an observation must not cost the delivery
+            if is_connection_error(e):
+                raise  # no fold can happen either: the pass ends here
             log.exception("journal order check failed")
             return None
 
@@ -395,7 +404,9 @@ class Worker:
                 )
                 .exists()
             )
-        except Exception:  # noqa: BLE001 - an observation must not cost the delivery
+        except Exception as e:  # noqa: BLE001 - an observation must not cost the delivery
+            if is_connection_error(e):
+                raise  # no fold can happen either: the pass ends here
             log.exception("journal order check failed for %s", delivery_id)
             return False
 
@@ -487,18 +498,36 @@ class Worker:
         signal = signal or wake.signal
         try:
             self.log_backlog()
-        except Exception:  # noqa: BLE001
-            log.exception("pending backlog not counted")
+        except Exception as e:  # noqa: BLE001
+            if is_connection_error(e):
+                drop_broken_connection()
+                self.outage.failed(e, "counting the backlog")
+            else:
+                log.exception("pending backlog not counted")
         while not stop.is_set():
-            try:
-                _refresh_connection()
-                self.supervised_pass(stop)
-            except Exception:  # noqa: BLE001 - a worker that died here would stop folding for good
-                if not stop.is_set():
-                    log.exception("fold pass failed")
+            wait = self.step(stop, tick)
             if stop.is_set():
                 break
-            signal.wait(tick)
+            # A wake signal ends the wait early: someone committed a delivery.
+            signal.wait(wait)
+
+    def step(self, stop: threading.Event | None = None, tick: float = TICK_S) -> float:
+        """One supervised pass with its errors handled; the seconds to wait
+        before the next: the tick, or the backoff while the database is away."""
+        try:
+            _refresh_connection()
+            outcome = self.supervised_pass(stop)
+        except Exception as e:  # noqa: BLE001 - a worker that died here would stop folding for good
+            if stop is not None and stop.is_set():
+                return 0.0
+            if is_connection_error(e):
+                drop_broken_connection()
+                return self.outage.failed(e, "a fold pass")
+            log.exception("fold pass failed")
+            return tick
+        if not outcome.deferred:  # a deferral may be the outage itself
+            self.outage.recovered()
+        return tick
 
 
 def _refresh_connection() -> None:

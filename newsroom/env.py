@@ -142,9 +142,11 @@ def channel_layers(url: str) -> dict:
         return {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     if not url.startswith(("redis://", "rediss://", "unix://")):
         raise SettingError(f"REDIS_URL={url!r} must start with redis://, rediss:// or unix://")
+    # Our subclass of channels_redis's layer: reads that outlast its blocking
+    # pop, and cancellations that are never lost (see newsroom/channel_layer.py).
     return {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": "newsroom.channel_layer.RedisChannelLayer",
             "CONFIG": {"hosts": [url], "capacity": 1000, "expiry": 30},
         }
     }

@@ -17,6 +17,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import close_old_connections
 
+from newsroom.dbretry import Outage, drop_broken_connection, is_connection_error
 from sessions_app import browser as host_mod
 from sessions_app.limits import reclaim_count, session_cap
 from sessions_app.models import BrowserSession
@@ -41,6 +42,10 @@ class SweepResult:
 
 
 class Reaper(PoolUser):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.outage = Outage("session reaper", logger=log)
+
     def sessions(self):
         from sessions_app.sessions import Sessions
 
@@ -116,6 +121,23 @@ class Reaper(PoolUser):
         closings, result = self.decide(extra)
         return self.carry_out(closings, result)
 
+    def round(self, every: float) -> tuple[SweepResult | None, float]:
+        """One sweep for the long-running loops, never raising: its result (None
+        when it failed) and the seconds until the next sweep: `every`, or the
+        backoff while the database is unreachable (said once, and when it is
+        back), so pages are reaped soon after it returns. Other errors are
+        logged with their traceback."""
+        try:
+            result = self.sweep()
+        except Exception as e:  # noqa: BLE001 - the reaper must go on sweeping
+            if not is_connection_error(e):
+                log.exception("session sweep failed")
+                return None, every
+            drop_broken_connection()
+            return None, min(self.outage.failed(e, "a session sweep"), every)
+        self.outage.recovered()
+        return result, every
+
     def shutdown(self) -> list[str]:
         """Close every page with the shutdown reason, then stop the browser."""
         sessions = self.sessions()
@@ -144,20 +166,17 @@ class ReaperService:
     def __init__(self, reaper: Reaper | None = None) -> None:
         self.reaper = reaper or Reaper()
 
-    def _sweep(self) -> SweepResult:
+    def _sweep(self, every: float) -> float:
         close_old_connections()
-        return self.reaper.sweep()
+        return self.reaper.round(every)[1]
 
     async def run(self, stop: asyncio.Event) -> None:
         every = sweep_interval()
         try:
             while True:  # the first sweep at start: pages a restart orphaned
+                wait = await sync_to_async(self._sweep, thread_sensitive=False)(every)
                 try:
-                    await sync_to_async(self._sweep, thread_sensitive=False)()
-                except Exception:
-                    log.exception("session sweep failed")
-                try:
-                    await asyncio.wait_for(stop.wait(), timeout=every)
+                    await asyncio.wait_for(stop.wait(), timeout=wait)
                     break
                 except TimeoutError:
                     pass

@@ -30,6 +30,12 @@ from django.conf import settings
 from django.db import close_old_connections, connection
 from django.utils import timezone
 
+from newsroom.dbretry import (
+    Outage,
+    describe,
+    drop_broken_connection,
+    is_connection_error,
+)
 from newsroom.ops.models import Heartbeat
 
 log = logging.getLogger(__name__)
@@ -91,6 +97,7 @@ class Heartbeats:
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._stopped = False
+        self.outage = Outage("heartbeat", logger=log)
 
     # -- roles ----------------------------------------------------------------------
 
@@ -173,15 +180,28 @@ class Heartbeats:
         try:
             while not self._stop.is_set():
                 if self._loop_answers(every):
-                    try:
-                        _refresh_connection()
-                        self.beat()
-                    except Exception as e:  # the database may be down: say so, go on
-                        log.warning("heartbeat not written: %s", e)
+                    self.try_beat()
                 if self._stop.wait(every):
                     break
         finally:
             connection.close()
+
+    def try_beat(self) -> bool:
+        """`beat()` that never raises: a database outage is said once (and its
+        end), another error is logged with its traceback. True: written."""
+        try:
+            _refresh_connection()
+            self.beat()
+        except Exception as e:  # noqa: BLE001 - the thread must go on beating
+            if is_connection_error(e):
+                drop_broken_connection()
+                # The interval is the backoff: beats are rare already.
+                self.outage.failed(e, "a beat")
+            else:
+                log.exception("heartbeat not written")
+            return False
+        self.outage.recovered()
+        return True
 
     def _loop_answers(self, timeout: float) -> bool:
         loop = self.loop
@@ -230,7 +250,7 @@ class Heartbeats:
             _refresh_connection()
             self.beat()
         except Exception as e:
-            log.warning("heartbeat stop not written: %s", e)
+            log.warning("heartbeat stop not written: %s", describe(e))
 
     def _final_beat_closing(self) -> None:
         try:

@@ -32,6 +32,7 @@ from django.db import connections
 from django.utils import timezone
 
 from fold_app.models import Delivery
+from newsroom.dbretry import Outage, is_connection_error
 from newsroom.fetch import FetchError, FetchResult, fetch, make_client
 from newsroom.runs import live
 from newsroom.runs.extract import (
@@ -128,6 +129,8 @@ class RunExecutor:
         self._host_slots: dict[str, asyncio.Semaphore] = {}
         self._slots = asyncio.Semaphore(self.concurrency)
         self.summary = RunSummary()
+        # Its journal writes and its saves: one outage, said once per run.
+        self.outage = Outage(f"run {run.pk}", first=0.2, cap=5.0, logger=log)
 
     # -- status writes -------------------------------------------------------------
 
@@ -188,7 +191,7 @@ class RunExecutor:
         self.emit(status.set_run_state("running", message))
         self.saver.watch(status)
         live.register(run.pk, self)
-        writer = self.writer = JournalWriter(run)
+        writer = self.writer = JournalWriter(run, outage=self.outage)
         writer.start()
         own_client = self.client is None
         client = self.client or make_client(max_connections=self.concurrency)
@@ -268,11 +271,16 @@ class RunExecutor:
                 continue
             try:
                 await sync_to_async(self.saver.write)(due)
-            except Exception:
+            except Exception as e:
                 # A busy or unreachable database must not stop the run: keep the
-                # run unsaved and try again on the next tick.
-                log.exception("saving run %s failed; retrying", self.run.pk)
+                # run unsaved and try again (after a backoff while it is away).
                 self.saver.mark(self.status)
+                if is_connection_error(e):
+                    await asyncio.sleep(self.outage.failed(e, "a save of its status"))
+                else:
+                    log.exception("saving run %s failed; retrying", self.run.pk)
+            else:
+                self.outage.recovered()
 
     async def _listen(self) -> None:
         """Fold outcomes and model progress sent by other processes."""
@@ -360,7 +368,8 @@ class RunExecutor:
                 try:
                     await writer.submit(write)
                 except Exception as e:
-                    log.exception("journal write for source %s failed", sid)
+                    if not is_connection_error(e):  # an outage: said once already
+                        log.exception("journal write for source %s failed", sid)
                     outcome = Outcome(
                         "error",
                         f"fetched, but could not be stored: {e}",

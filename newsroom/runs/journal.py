@@ -21,7 +21,7 @@ from typing import Any
 from django.db import connection, connections, transaction
 
 from fold_app.journal import record_delivery
-from newsroom.runs.dbretry import is_connection_error, retry_db
+from newsroom.dbretry import Outage, is_connection_error, retry_db
 from newsroom.sources.models import Source
 
 BATCH_TARGET = 64  # rows worth writing at once without waiting for more
@@ -38,11 +38,20 @@ class Write:
 
 
 class JournalWriter:
-    def __init__(self, run=None, lanes: int | None = None) -> None:
+    def __init__(
+        self, run=None, lanes: int | None = None, outage: Outage | None = None
+    ) -> None:
         self.run = run
         if lanes is None:
             lanes = 1 if connection.vendor == "sqlite" else POSTGRES_LANES
         self.lanes = lanes
+        # Shared by the lanes (and with the run's saves, when the executor
+        # passes its own): an outage is said once per run, not per batch.
+        self.outage = outage or Outage(
+            f"run {run.pk}" if run is not None else "journal writer",
+            first=0.2,
+            cap=5.0,
+        )
         self._pending: list[Write] = []
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
@@ -108,7 +117,11 @@ class JournalWriter:
         try:
             # A database that is briefly unreachable delays the batch, it does
             # not fail the sources: their bodies are fetched and must be kept.
-            return retry_db(lambda: self._write_batch_now(batch), what="a journal write")
+            return retry_db(
+                lambda: self._write_batch_now(batch),
+                what="a journal write",
+                outage=self.outage,
+            )
         finally:
             self.batches += 1
             self.rows += len(batch)

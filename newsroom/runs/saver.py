@@ -16,7 +16,12 @@ from typing import Any
 
 from django.utils import timezone
 
-from newsroom.runs.dbretry import drop_broken_connection, is_connection_error, retry_db
+from newsroom.dbretry import (
+    Outage,
+    drop_broken_connection,
+    is_connection_error,
+    retry_db,
+)
 from newsroom.runs.models import Run
 from newsroom.runs.status import RunStatus
 
@@ -96,7 +101,8 @@ class RunSaver:
             lambda: Run.objects.filter(pk=status.run_id).update(
                 status=snapshot, saved_at=timezone.now(), **fields
             ),
-            what=f"the final save of run {status.run_id}",
+            what="its final save",
+            outage=Outage(f"run {status.run_id}", first=0.2, cap=5.0),
         )
         self.writes += 1
 

@@ -22,7 +22,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from newsroom.runs.dbretry import drop_broken_connection
+from newsroom.dbretry import Outage, drop_broken_connection, is_connection_error
 from newsroom.runs.executor import RunExecutor
 from newsroom.runs.models import Run, RunSchedule
 from newsroom.runs.publish import group_for, set_home_loop
@@ -269,6 +269,7 @@ class RunWorker:
         self.tasks: set[asyncio.Task] = set()
         self.finished = 0
         self._next_sweep = 0.0
+        self.outage = Outage("run worker", logger=log)
 
     def heartbeat_detail(self) -> dict:
         """Figures its heartbeat carries (read from the heartbeat thread)."""
@@ -304,6 +305,23 @@ class RunWorker:
         self.finished += 1
         await brief_after(run)
 
+    async def round(self) -> float:
+        """`step` with its errors handled; the seconds to wait before the next
+        round: 0 (a run was started: look again at once), IDLE_WAIT, or the
+        backoff while the database is unreachable."""
+        try:
+            started = await self.step()
+        except Exception as e:
+            # The database away for a moment must not end the worker: say so
+            # once, drop the broken connection, wait and go on.
+            if not is_connection_error(e):
+                log.exception("run worker: a round failed; retrying")
+                return IDLE_WAIT
+            await sync_to_async(drop_broken_connection)()
+            return self.outage.failed(e, "a round (claim, recover, schedule)")
+        self.outage.recovered()
+        return 0 if started else IDLE_WAIT
+
     async def run(self, stop: asyncio.Event) -> None:
         wakeup = asyncio.Event()
         entry = (asyncio.get_running_loop(), wakeup)
@@ -311,21 +329,16 @@ class RunWorker:
         set_home_loop(entry[0])
         try:
             while not stop.is_set():
-                try:
-                    if await self.step():
-                        continue
-                except Exception as e:
-                    # The database away for a moment must not end the worker:
-                    # say so, drop the broken connection, wait and go on.
-                    log.warning("run worker: a round failed (%s); retrying", e)
-                    await sync_to_async(drop_broken_connection)()
+                wait = await self.round()
+                if not wait:
+                    continue
                 wakeup.clear()
                 waiters = [
                     asyncio.ensure_future(stop.wait()),
                     asyncio.ensure_future(wakeup.wait()),
                 ]
                 await asyncio.wait(
-                    waiters, timeout=IDLE_WAIT, return_when=asyncio.FIRST_COMPLETED
+                    waiters, timeout=wait, return_when=asyncio.FIRST_COMPLETED
                 )
                 for waiter in waiters:
                     waiter.cancel()

@@ -306,12 +306,19 @@ class FlakyProxy:
         for pair in pairs:
             self._close_pair(pair)
 
-    def outage(self, seconds: float) -> None:
-        """Refuse and cut every connection for `seconds`, then accept again."""
+    def refuse(self) -> None:
+        """From now on refuse new connections, and cut the open ones."""
         self.refusing = True
         self.drop_all()
-        time.sleep(seconds)  # the outage itself: other processes must ride it out
+
+    def accept(self) -> None:
         self.refusing = False
+
+    def outage(self, seconds: float) -> None:
+        """Refuse and cut every connection for `seconds`, then accept again."""
+        self.refuse()
+        time.sleep(seconds)  # the outage itself: other processes must ride it out
+        self.accept()
 
     def close(self) -> None:
         self._closed = True

@@ -521,6 +521,10 @@ class DatabaseOutage:
     sources_without_delivery: int = 0
     workers_alive: bool = False
     logged: list[str] = field(default_factory=list)
+    # Per role log: outages it warned of, outages it said were over, tracebacks.
+    outages_said: dict[str, int] = field(default_factory=dict)
+    backs_said: dict[str, int] = field(default_factory=dict)
+    tracebacks: int = 0
     reindex_ok: bool = False
     reindex_output: str = ""
 
@@ -602,7 +606,11 @@ def database_outage(
         ok_ids = {sid for sid, s in states.items() if s == "ok"}
         result.sources_without_delivery = len(ok_ids - with_delivery)
         for log in sorted(tmp.glob("*.log")):
-            for line in log.read_text(errors="replace").splitlines():
+            text = log.read_text(errors="replace")
+            result.tracebacks += text.count("Traceback (most recent call last)")
+            result.outages_said[log.stem] = text.count(": database unreachable during")
+            result.backs_said[log.stem] = text.count(": database reachable again")
+            for line in text.splitlines():
                 if " WARNING " in line or " ERROR " in line:
                     result.logged.append(f"{log.stem}: {line[24:200]}")
         out = io.StringIO()

@@ -130,7 +130,7 @@ def test_redis_url_selects_the_channel_layer():
         == "channels.layers.InMemoryChannelLayer"
     )
     redis = channel_layers("redis://127.0.0.1:6379/3")["default"]
-    assert redis["BACKEND"] == "channels_redis.core.RedisChannelLayer"
+    assert redis["BACKEND"] == "newsroom.channel_layer.RedisChannelLayer"
     assert redis["CONFIG"]["hosts"] == ["redis://127.0.0.1:6379/3"]
     for bad in ["127.0.0.1:6379", "http://redis:6379", "postgres://x"]:
         with pytest.raises(SettingError, match="REDIS_URL"):

@@ -34,5 +34,12 @@ def test_workers_ride_out_postgresql_refusing_connections(make_reader, tmp_path)
     assert result.sources_without_delivery == 0
     assert set(result.deliveries) <= {"parsed", "failed"}
     assert result.reindex_ok, result.reindex_output
-    # They said what happened.
+    # They said what happened: once when it started, once when it ended (per
+    # worker, its heartbeat, and per run for the run's own writes), with no
+    # traceback; not once per failed attempt.
     assert result.logged, "nothing was logged about the outage"
+    assert result.tracebacks == 0, result.logged
+    said = {role: n for role, n in result.outages_said.items() if n}
+    assert said, result.logged
+    assert result.backs_said == result.outages_said, result.logged
+    assert all(n <= 3 for n in said.values()), result.logged

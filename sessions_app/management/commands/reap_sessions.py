@@ -33,16 +33,21 @@ class Command(BaseCommand):
                 f"Sweeping browser sessions every {sweep_interval():.0f} s"
             )
         while True:
-            result = reaper.sweep()
-            last.update(open_pages=result.open_pages, cap=result.cap)
-            for sid, reason in result.closed:
-                self.stdout.write(f"closed {sid}: {reason}")
-            self.stdout.write(
-                f"sweep: {result.open_pages} open, memory admits {result.cap}, "
-                f"{len(result.closed)} closed"
-            )
-            self.stdout.flush()
-            if once or stop.wait(sweep_interval()):
+            if once:
+                result, wait = reaper.sweep(), 0.0  # errors end the command
+            else:
+                # Long-running: an outage or a bug costs a sweep, not the reaper.
+                result, wait = reaper.round(sweep_interval())
+            if result is not None:
+                last.update(open_pages=result.open_pages, cap=result.cap)
+                for sid, reason in result.closed:
+                    self.stdout.write(f"closed {sid}: {reason}")
+                self.stdout.write(
+                    f"sweep: {result.open_pages} open, memory admits {result.cap}, "
+                    f"{len(result.closed)} closed"
+                )
+                self.stdout.flush()
+            if once or stop.wait(wait):
                 break
             close_old_connections()  # a long-lived loop: drop broken connections
         if not once:
