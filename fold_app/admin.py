@@ -22,7 +22,6 @@ class DeliveryAdmin(admin.ModelAdmin):
     search_fields = ["id", "source__title", "source__url", "parse_error"]
     list_select_related = ["source"]
     date_hierarchy = "received_at"
-    exclude = ["body"]
     actions = ["requeue_failed"]
     # The journal is never edited by hand: only the fold writes its outcome.
     readonly_fields = [
@@ -49,7 +48,7 @@ class DeliveryAdmin(admin.ModelAdmin):
     def requeue_failed(self, request, queryset):
         # Only failed rows that still have their body: a pruned one would only fail again.
         requeued = queryset.filter(
-            status=Delivery.Status.FAILED, body__isnull=False
+            status=Delivery.Status.FAILED, payload__isnull=False
         ).update(
             status=Delivery.Status.PENDING,
             parse_error="",

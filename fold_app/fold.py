@@ -25,7 +25,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from fold_app.deadline import Deadline
-from fold_app.models import Delivery, Item
+from fold_app.models import Delivery, DeliveryBody, Item
 from fold_app.normalize import (
     JOURNAL_FIELDS,
     ItemState,
@@ -80,10 +80,10 @@ class MemoryItems:
 
 
 def load_delivery(delivery_id: str) -> Delivery:
-    """The delivery with its source, as `select_related("source").get(pk=...)`
-    gives them, from one plain SELECT. The worker loads every delivery this way,
-    and the ORM spends longer building and compiling that query than the
-    database spends answering it."""
+    """The delivery with its source and body, as
+    `select_related("source", "payload").get(pk=...)` gives them, from one plain
+    SELECT. The worker loads every delivery this way, and the ORM spends longer
+    building and compiling that query than the database spends answering it."""
     wrapper = connections[DEFAULT_DB_ALIAS]
     loader = _loaders.get(wrapper)
     if loader is None:
@@ -101,16 +101,25 @@ class _DeliveryLoader:
         q = wrapper.ops.quote_name
         fk = Delivery._meta.get_field("source")
         self.source_field = fk
-        tables = (Delivery._meta.db_table, Source._meta.db_table)
-        fields = (Delivery._meta.concrete_fields, Source._meta.concrete_fields)
-        self.names = [[f.attname for f in group] for group in fields]
-        self.split = len(fields[0])
-        columns = [(t, f) for t, group in zip(tables, fields) for f in group]
+        self.payload_rel = Delivery._meta.get_field("payload")
+        d, s, b = (
+            Delivery._meta.db_table,
+            Source._meta.db_table,
+            DeliveryBody._meta.db_table,
+        )
+        groups = (
+            (d, Delivery._meta.concrete_fields),
+            (s, Source._meta.concrete_fields),
+            (b, [DeliveryBody._meta.get_field("body")]),
+        )
+        self.names = [[f.attname for f in fields] for _, fields in groups]
+        self.split = len(groups[0][1]), len(groups[0][1]) + len(groups[1][1])
+        columns = [(t, f) for t, fields in groups for f in fields]
         self.sql = (
             f"SELECT {', '.join(f'{q(t)}.{q(f.column)}' for t, f in columns)} "
-            f"FROM {q(tables[0])} INNER JOIN {q(tables[1])} "
-            f"ON {q(tables[0])}.{q(fk.column)} = {q(tables[1])}.{q('id')} "
-            f"WHERE {q(tables[0])}.{q('id')} = %s"
+            f"FROM {q(d)} INNER JOIN {q(s)} ON {q(d)}.{q(fk.column)} = {q(s)}.{q('id')} "
+            f"LEFT OUTER JOIN {q(b)} ON {q(b)}.{q('delivery_id')} = {q(d)}.{q('id')} "
+            f"WHERE {q(d)}.{q('id')} = %s"
         )
         self.converters = []
         for index, (table, f) in enumerate(columns):
@@ -133,9 +142,16 @@ class _DeliveryLoader:
                 value = convert(value, col, wrapper)
             row[index] = value
         db = wrapper.alias
-        delivery = Delivery.from_db(db, self.names[0], row[: self.split])
-        source = Source.from_db(db, self.names[1], row[self.split :])
+        first, second = self.split
+        delivery = Delivery.from_db(db, self.names[0], row[:first])
+        source = Source.from_db(db, self.names[1], row[first:second])
         self.source_field.set_cached_value(delivery, source)
+        payload = None
+        if row[second] is not None:
+            payload = DeliveryBody.from_db(
+                db, ["delivery_id", *self.names[2]], [delivery.pk, *row[second:]]
+            )
+        self.payload_rel.set_cached_value(delivery, payload)
         return delivery
 
 
@@ -148,7 +164,8 @@ def read_delivery(
 ) -> tuple[list[Version], str, list[str]]:
     """Parse and normalise a delivery's body: (versions, error, notes). Pure
     work outside any transaction, so the write lock is held only for writes."""
-    body = bytes(delivery.body) if delivery.body is not None else None
+    body = delivery.body
+    body = bytes(body) if body is not None else None
     parsed = parse_body(body, delivery.content_type, delivery.kind, delivery.url)
     if deadline:
         deadline.check()
@@ -357,7 +374,7 @@ def record_failure(delivery_id: str, error: str) -> bool:
         )
     if not updated:
         return False
-    delivery = Delivery.objects.defer("body").get(pk=delivery_id)
+    delivery = Delivery.objects.get(pk=delivery_id)
     try:
         with transaction.atomic():
             _limit_statements(None)

@@ -1,14 +1,43 @@
 from __future__ import annotations
 
-from django.db import models
+from django.db import models, router, transaction
 
 from fold_app.ulid import new_ulid
 from newsroom.sources.models import Category, Source
 
+_UNSET = object()
+
+
+class DeliveryQuerySet(models.QuerySet):
+    def bulk_create(self, objs, *args, **kwargs):
+        """Also writes the bodies given as `Delivery(body=...)`, in the same
+        transaction."""
+        objs = list(objs)
+        bodies = []
+        for delivery in objs:
+            body = delivery.__dict__.get("_unsaved_body", _UNSET)
+            if body is not _UNSET and body is not None:
+                bodies.append(DeliveryBody(delivery=delivery, body=body))
+        with transaction.atomic(using=self.db, savepoint=False):
+            created = super().bulk_create(objs, *args, **kwargs)
+            DeliveryBody.objects.using(self.db).bulk_create(
+                bodies, batch_size=kwargs.get("batch_size")
+            )
+        for delivery in objs:
+            delivery.__dict__.pop("_unsaved_body", None)
+        return created
+
 
 class Delivery(models.Model):
     """One fetched payload, journaled. Never edited after it is written, except
-    its status fields (status, parse_error, folded_at and the fold outcome)."""
+    its status fields (status, parse_error, folded_at and the fold outcome).
+
+    The payload itself lives in DeliveryBody, a row of its own: every fold
+    rewrites this row's status fields, and a row that carried some kilobytes of
+    body would be rewritten with them. `Delivery(body=...)` (and
+    `Delivery.objects.create(body=...)`, `bulk_create`) still writes both;
+    `delivery.body` reads it (None when pruned), from the row loaded with
+    `select_related("payload")` or else by one query."""
 
     class Status(models.TextChoices):
         PENDING = "pending", "Pending"
@@ -39,7 +68,6 @@ class Delivery(models.Model):
     url = models.URLField(
         max_length=2000, blank=True, help_text="The URL the body came from."
     )
-    body = models.BinaryField(null=True, blank=True)
     body_path = models.CharField(max_length=500, blank=True)
     body_pruned_at = models.DateTimeField(null=True, blank=True)
     content_type = models.CharField(max_length=200, blank=True)
@@ -50,6 +78,8 @@ class Delivery(models.Model):
     folded_at = models.DateTimeField(null=True, blank=True)
     items_count = models.PositiveIntegerField(null=True, blank=True)
     new_items_count = models.PositiveIntegerField(null=True, blank=True)
+
+    objects = DeliveryQuerySet.as_manager()
 
     class Meta:
         ordering = ["received_at", "id"]
@@ -63,6 +93,53 @@ class Delivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.id} ({self.status})"
+
+    @property
+    def body(self) -> bytes | None:
+        """The payload's bytes; None once pruned (or never given)."""
+        body = self.__dict__.get("_unsaved_body", _UNSET)
+        if body is not _UNSET:
+            return body
+        try:
+            return self.payload.body
+        except DeliveryBody.DoesNotExist:
+            return None
+
+    @body.setter
+    def body(self, value: bytes | None) -> None:
+        # Written by the next save() (an insert: the journal is never edited).
+        if not self._state.adding:
+            raise ValueError(
+                "a journaled delivery's body is never edited; prune it instead"
+            )
+        self.__dict__["_unsaved_body"] = None if value is None else bytes(value)
+
+    def save(self, *args, **kwargs) -> None:
+        body = self.__dict__.get("_unsaved_body", _UNSET)
+        if body is _UNSET:
+            return super().save(*args, **kwargs)
+        using = kwargs.get("using") or router.db_for_write(type(self), instance=self)
+        with transaction.atomic(using=using, savepoint=False):
+            super().save(*args, **kwargs)
+            if body is not None:
+                payload = DeliveryBody(delivery=self, body=body)
+                payload.save(using=using, force_insert=True)
+        del self.__dict__["_unsaved_body"]
+        if body is not None:
+            Delivery.payload.related.set_cached_value(self, payload)
+
+
+class DeliveryBody(models.Model):
+    """A delivery's payload as fetched (or the extracted links of a scrape).
+    Deleted when pruned; the delivery row keeps its outcome."""
+
+    delivery = models.OneToOneField(
+        Delivery, primary_key=True, on_delete=models.CASCADE, related_name="payload"
+    )
+    body = models.BinaryField()
+
+    def __str__(self) -> str:
+        return f"body of {self.delivery_id} ({len(self.body)} bytes)"
 
 
 class Item(models.Model):

@@ -70,7 +70,7 @@ class ReindexReport:
 
 def journal_of(source_id: int) -> list[tuple[str, bool]]:
     """The source's parsed deliveries in journal order: (id, body is gone)."""
-    pruned = ExpressionWrapper(Q(body__isnull=True), output_field=BooleanField())
+    pruned = ExpressionWrapper(Q(payload__isnull=True), output_field=BooleanField())
     rows = (
         Delivery.objects.filter(source_id=source_id, status=Delivery.Status.PARSED)
         .order_by("received_at", "id")
@@ -87,7 +87,7 @@ def replay(
     store = MemoryItems()
     for start in range(0, len(delivery_ids), _CHUNK):
         chunk = delivery_ids[start : start + _CHUNK]
-        deliveries = Delivery.objects.in_bulk(chunk)
+        deliveries = Delivery.objects.select_related("payload").in_bulk(chunk)
         for delivery_id in chunk:
             fold_delivery(deliveries[delivery_id], store=store)
             if tick is not None:

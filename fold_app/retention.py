@@ -1,14 +1,15 @@
-"""Pruning old delivery bodies: the row and its outcome stay, the bytes go."""
+"""Pruning old delivery bodies: the row and its outcome stay, the bytes go
+(their DeliveryBody row is deleted)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from django.db.models import Q
+from django.db import transaction
 from django.utils import timezone
 
 from fold_app.fold import QUEUED
-from fold_app.models import Delivery
+from fold_app.models import Delivery, DeliveryBody
 
 _BATCH = 500
 
@@ -21,13 +22,21 @@ def prune_bodies(older_than: datetime, now: datetime | None = None) -> int:
     rows = Delivery.objects.filter(received_at__lt=older_than).exclude(
         status__in=QUEUED
     )
-    rows = rows.filter(~Q(body=None))
+    rows = rows.filter(payload__isnull=False)
     pruned = 0
     while True:
-        # In batches: one UPDATE over years of bodies would hold the write lock.
+        # In batches: one DELETE over years of bodies would hold the write lock.
         ids = list(rows.values_list("id", flat=True)[:_BATCH])
         if not ids:
             return pruned
-        pruned += Delivery.objects.filter(pk__in=ids).update(
-            body=None, body_pruned_at=now
-        )
+        with transaction.atomic():
+            # Still folded (locked till commit): the admin may have re-queued one.
+            ids = list(
+                Delivery.objects.select_for_update()
+                .filter(pk__in=ids)
+                .exclude(status__in=QUEUED)
+                .values_list("id", flat=True)
+            )
+            gone, _ = DeliveryBody.objects.filter(pk__in=ids).delete()
+            Delivery.objects.filter(pk__in=ids).update(body_pruned_at=now)
+        pruned += gone

@@ -48,6 +48,23 @@ def test_deliveries_filter_by_status(operator_client, deliveries):
     assert deliveries["parsed"].pk in page and deliveries["failed"].pk not in page
 
 
+def test_the_deliveries_list_and_page_never_read_a_body(operator_client, deliveries):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from fold_app.models import DeliveryBody
+
+    table = DeliveryBody._meta.db_table
+    with CaptureQueriesContext(connection) as queries:
+        listed = operator_client.get(reverse("admin:fold_app_delivery_changelist"))
+        shown = operator_client.get(
+            reverse("admin:fold_app_delivery_change", args=[deliveries["parsed"].pk])
+        )
+    assert listed.status_code == shown.status_code == 200
+    assert deliveries["parsed"].pk in listed.content.decode()
+    assert not [q["sql"] for q in queries if f'{table}"."body' in q["sql"]]
+
+
 def test_requeue_failed_puts_failed_deliveries_back_in_the_queue(
     operator_client, deliveries
 ):

@@ -171,7 +171,10 @@ async def test_every_bad_input_is_a_clear_error_and_the_run_completes(
     assert run.status["seq"] == executor.status.seq
     # Nothing else lost: one delivery per ok source, with the right kind.
     deliveries = await sync_to_async(
-        lambda: {d.source.title: d for d in Delivery.objects.select_related("source")}
+        lambda: {
+            d.source.title: d
+            for d in Delivery.objects.select_related("source", "payload")
+        }
     )()
     assert set(deliveries) == {t for t, v in EXPECTED.items() if v[3] == "ok"}
     assert bytes(deliveries["ok feed"].body) == rss(5)
@@ -199,7 +202,7 @@ async def test_scraped_links_are_journaled_as_entries(alice, bad_web):
         alice, bad_web.url("/page"), "scraped", "scrape", link_pattern=r"/news/\d+$"
     )
     run, _ = await run_reader(alice, bad_web)
-    delivery = await sync_to_async(Delivery.objects.get)()
+    delivery = await sync_to_async(Delivery.objects.select_related("payload").get)()
     assert delivery.kind == "scrape" and delivery.content_type == LINKS_CONTENT_TYPE
     body = json.loads(bytes(delivery.body))
     assert body["page_url"] == bad_web.url("/page")
@@ -235,7 +238,7 @@ async def test_browser_sources_use_the_registered_renderer(alice, bad_web):
         "app": ("ok", ""),
         "broken": ("error", "the page crashed the browser"),
     }
-    delivery = await sync_to_async(Delivery.objects.get)()
+    delivery = await sync_to_async(Delivery.objects.select_related("payload").get)()
     assert delivery.kind == "browser"
     assert json.loads(bytes(delivery.body))["entries"][0]["title"] == "Rendered story"
 
