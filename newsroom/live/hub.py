@@ -4,9 +4,11 @@ One hub per process (per event loop). It owns the tick scheduler and the
 component cache, the replicas of the runs its streams show, and one channel on
 the channel layer through which it hears:
 
-- `run.<id>`: {"type": "run.change", "change": ...}, published by the runs area for
-  every status write. Applied to the local replica at the start of the next
-  tick (through `tx`), in seq order; a gap reloads the snapshot (Run.status).
+- `run.<id>`: {"type": "run.changes", "run": id, "changes": [...]}, the status
+  writes the runs area made since its previous send (or {"type": "run.change",
+  "change": ...}, one write). Applied to the local replica at the start of the
+  next tick (through `tx`, one per message), in seq order; a gap reloads the
+  snapshot (Run.status).
 - `live.reader.<id>`: "live.logout" (close that reader's streams with 4401),
   "live.article" (a briefing was stored: reload it and bump the article cell),
   "live.run" (a run was created: the dashboard follows it).
@@ -288,30 +290,35 @@ class Hub:
 
     # -- run changes -----------------------------------------------------------------
 
-    def _run_change(self, change: dict) -> None:
-        handle = self.runs.get(change.get("run"))  # type: ignore[arg-type]
-        if handle is None:
+    def _run_changes(self, run_id: Any, changes: list[dict]) -> None:
+        handle = self.runs.get(run_id)
+        if handle is None or not changes:
             return
         if handle.replica is None:
-            self._hold(handle, change)
+            for change in changes:
+                self._hold(handle, change)
             return
-        self.scheduler.tx(lambda: self._apply(handle, change))
+        self.scheduler.tx(lambda: self._apply(handle, changes))
 
-    def _apply(self, handle: RunHandle, change: dict) -> None:
-        """At the start of a tick: one change into the replica, touching its cells."""
+    def _apply(self, handle: RunHandle, changes: list[dict]) -> None:
+        """At the start of a tick: changes into the replica, touching their cells."""
         replica = handle.replica
         if replica is None or self.runs.get(handle.run_id) is not handle:
             return
-        if change.get("reader") != replica.reader_id:
-            # A change names its reader; one that does not match is never shown.
-            log.warning(
-                "run %s change for reader %s ignored",
-                handle.run_id,
-                change.get("reader"),
-            )
-            return
-        if handle.buffer or not replica.apply(change):
-            self._hold(handle, change)
+        gap = False
+        for change in changes:
+            if change.get("reader") != replica.reader_id:
+                # A change names its reader; one that does not match is never shown.
+                log.warning(
+                    "run %s change for reader %s ignored",
+                    handle.run_id,
+                    change.get("reader"),
+                )
+                continue
+            if gap or handle.buffer or not replica.apply(change):
+                self._hold(handle, change)
+                gap = True
+        if gap:
             self._catch_up(handle)
 
     def _hold(self, handle: RunHandle, change: dict) -> None:
@@ -456,8 +463,11 @@ class Hub:
 
     def dispatch(self, message: dict) -> None:
         kind = message.get("type")
-        if kind == "run.change":
-            self._run_change(message["change"])
+        if kind == "run.changes":
+            self._run_changes(message.get("run"), message["changes"])
+        elif kind == "run.change":
+            change = message["change"]
+            self._run_changes(change.get("run"), [change])
         elif kind == "live.logout":
             self._spawn(self.logout(int(message["reader"])))
         elif kind == "live.article":
