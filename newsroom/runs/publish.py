@@ -1,8 +1,8 @@
 """Publishing run-status changes to the channel layer, in order, off the hot path.
 
 The executor hands every change to `publish` (no await, no I/O); one task per
-process sends them to the group `run.<id>` in the order they were made. What
-queued up while the previous send was on its way goes out together, as one
+process sends them to the group `run.<id>` in the order they were made, at
+most once per SEND_INTERVAL: what queued up meanwhile goes out together, as one
 message per run: {"type": "run.changes", "run": id, "changes": [...]} (at most
 BATCH_LIMIT changes each). A group send costs several Redis round trips and
 each receiving process several more per message, so one message per change
@@ -26,6 +26,10 @@ log = logging.getLogger(__name__)
 MAX_BACKLOG = 50_000
 # Changes per channel-layer message (a run's 500 "add" changes are ~100 KB).
 BATCH_LIMIT = 500
+# At most one send per this many seconds: a burst's changes wait for the next
+# send and go out together. Receiving a message costs every web process several
+# Redis round trips; viewers see changes once per tick (200 ms) anyway.
+SEND_INTERVAL = 0.1
 
 
 _home: asyncio.AbstractEventLoop | None = None
@@ -54,8 +58,9 @@ def exec_group_for(run_id: int) -> str:
 
 
 class Publisher:
-    def __init__(self, layer: Any = None) -> None:
+    def __init__(self, layer: Any = None, *, interval: float = SEND_INTERVAL) -> None:
         self.layer = layer if layer is not None else get_channel_layer()
+        self.interval = interval
         self._queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
         self._task: asyncio.Task | None = None
         self._failed = False
@@ -79,8 +84,16 @@ class Publisher:
 
     async def _send_loop(self) -> None:
         queue = self._queue
+        loop = asyncio.get_running_loop()
+        last = float("-inf")
         while True:
             first = await queue.get()
+            # After a quiet spell the first change goes at once; in a burst,
+            # what arrives until the interval is up joins it.
+            wait = last + self.interval - loop.time()
+            if wait > 0 and first is not None:
+                await asyncio.sleep(wait)
+            last = loop.time()
             batch = [first]
             while batch[-1] is not None and not queue.empty():
                 batch.append(queue.get_nowait())
