@@ -15,13 +15,16 @@ the channel layer through which it hears:
 
 The hub joins a run's group only while one of its streams shows that run, and a
 reader's group only while that reader has a stream open. With the in-memory
-layer all of this runs in one process; with Redis each process keeps its own.
+layer all of this runs in one process; with Redis each process keeps its own,
+and receives on a thread of its own (see `_receiving_layer`): messages are
+handled on the hub's loop in the order they came.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -411,18 +414,31 @@ class Hub:
             return
         async with self._listen_lock:
             if self._listener is None:
-                self.channel = await self.layer.new_channel()
-                self._listener = self.loop.create_task(
-                    self._listen(), name="live-listen"
-                )
+                own = _receiving_layer(self.layer)
+                if own is None:
+                    self.channel = await self.layer.new_channel()
+                    self._listener = self.loop.create_task(
+                        self._receive_loop(self.layer, self._handle, self._rejoin),
+                        name="live-listen",
+                    )
+                else:
+                    self.channel = await own.new_channel()
+                    self._listener = _ReceiverThread(self, own, self.channel)
+                    self._listener.start()
                 self._spawn(self._renew_groups())
 
-    async def _listen(self) -> None:
+    async def _receive_loop(
+        self,
+        layer: Any,
+        handle: Callable[[dict], None],
+        rejoin: Callable[[], Awaitable[bool]],
+    ) -> None:
+        """Receive from our channel until cancelled; `handle` each message."""
         assert self.channel is not None
         failures = 0
         while True:
             try:
-                message = await self.layer.receive(self.channel)
+                message = await layer.receive(self.channel)
             except asyncio.CancelledError:
                 raise
             except LAYER_DOWN as e:
@@ -438,7 +454,7 @@ class Hub:
                 if failures == 1:
                     log.warning("live: channel layer unreachable (%s); retrying", e)
                 await asyncio.sleep(min(RETRY_BASE_S * 2**failures, RETRY_MAX_S))
-                if await self._rejoin():
+                if await rejoin():
                     log.warning(
                         "live: channel layer back after %d failed receives; "
                         "groups rejoined, runs reloaded",
@@ -446,20 +462,24 @@ class Hub:
                     )
                     failures = 0
                 continue
-            try:
-                self.dispatch(message)
-            except Exception:
-                log.exception("live: bad message %r", message)
-            self.received += 1
-            if self._waiters:
-                still = []
-                for target, future in self._waiters:
-                    if self.received >= target:
-                        if not future.done():
-                            future.set_result(None)
-                    else:
-                        still.append((target, future))
-                self._waiters = still
+            handle(message)
+
+    def _handle(self, message: dict) -> None:
+        """One message from our channel, on the hub's loop."""
+        try:
+            self.dispatch(message)
+        except Exception:
+            log.exception("live: bad message %r", message)
+        self.received += 1
+        if self._waiters:
+            still = []
+            for target, future in self._waiters:
+                if self.received >= target:
+                    if not future.done():
+                        future.set_result(None)
+                else:
+                    still.append((target, future))
+            self._waiters = still
 
     def dispatch(self, message: dict) -> None:
         kind = message.get("type")
@@ -532,10 +552,89 @@ class Hub:
 
     async def shutdown(self) -> None:
         await self.scheduler.stop()
-        for task in [self._listener, *self._tasks]:
-            if task is not None:
-                task.cancel()
-        self._listener = None
+        listener, self._listener = self._listener, None
+        if isinstance(listener, _ReceiverThread):
+            listener.stop()
+            await asyncio.to_thread(listener.join, 5.0)
+        elif listener is not None:
+            listener.cancel()
+        for task in list(self._tasks):
+            task.cancel()
+
+
+def _receiving_layer(layer: Any) -> Any:
+    """A channel layer instance of its own for a receiving thread, or None to
+    receive on the hub's loop.
+
+    Receiving costs several Redis round trips per message, each waiting its
+    turn on the hub's loop behind ticks, frames and acks: on a busy web process
+    that held a hub to a few dozen messages a second and viewers seconds
+    behind. A thread with a loop of its own answers each round trip at once.
+    Its own instance because channels_redis lets one loop receive on an
+    instance (the in-process run executor receives on the shared one). Only
+    for the configured layer, and never the in-memory one (its queues belong to
+    the loop that made them).
+    """
+    from channels.layers import (
+        DEFAULT_CHANNEL_LAYER,
+        InMemoryChannelLayer,
+        channel_layers,
+    )
+
+    if isinstance(layer, InMemoryChannelLayer):
+        return None
+    if DEFAULT_CHANNEL_LAYER not in channel_layers.configs:
+        return None
+    if layer is not channel_layers[DEFAULT_CHANNEL_LAYER]:
+        return None
+    return channel_layers.make_backend(DEFAULT_CHANNEL_LAYER)
+
+
+class _ReceiverThread(threading.Thread):
+    """The hub's receive loop on a thread and event loop of its own; each
+    message is handed to the hub's loop in the order it came."""
+
+    def __init__(self, hub: Hub, layer: Any, channel: str) -> None:
+        super().__init__(name="live-hub-receiver", daemon=True)
+        self.hub = hub
+        self.layer = layer
+        self.channel = channel
+        self._stopping = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task | None = None
+
+    def run(self) -> None:
+        try:
+            asyncio.run(self._main())
+        except asyncio.CancelledError:
+            pass
+        except Exception:
+            log.exception("live: the receiving thread failed")
+
+    async def _main(self) -> None:
+        self._loop, self._task = asyncio.get_running_loop(), asyncio.current_task()
+        if self._stopping.is_set():
+            return
+        await self.hub._receive_loop(self.layer, self._deliver, self._rejoin)
+
+    def _deliver(self, message: dict) -> None:
+        try:
+            self.hub.loop.call_soon_threadsafe(self.hub._handle, message)
+        except RuntimeError:  # the hub's loop has closed: nothing left to serve
+            self.stop()
+
+    async def _rejoin(self) -> bool:
+        future = asyncio.run_coroutine_threadsafe(self.hub._rejoin(), self.hub.loop)
+        return await asyncio.wrap_future(future)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        loop, task = self._loop, self._task
+        if loop is not None and task is not None:
+            try:
+                loop.call_soon_threadsafe(task.cancel)
+            except RuntimeError:  # already finished
+                pass
 
 
 def _reader_start(reader_id: int) -> tuple[int | None, dict | None]:
