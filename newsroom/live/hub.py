@@ -113,6 +113,7 @@ class Hub:
         self.scheduler = scheduler or Scheduler(
             settings.NEWSROOM_LIVE_TICK_MS,
             cache=ComponentCache(settings.NEWSROOM_LIVE_CACHE_SIZE),
+            pace=True,
         )
         self.layer = layer if layer is not None else get_channel_layer()
         self.autostart = autostart
