@@ -6,7 +6,10 @@ On a throwaway PostgreSQL database (`<your database>_loadbench`) and the Redis
 channel layer: three readers with 500 local feeds each; two `serve` processes
 (daphne) and two `run_worker` processes; 500 viewers (real sockets, the live
 area's RFC 6455 client, acknowledging every frame like live.js) split over the
-three readers' runs and the two servers. All three runs start at once.
+three readers' runs and the two servers. All three runs start at once. The
+viewers run in LOAD_CLIENT_PROCS client processes (4 by default): one Python
+process reading 500 sockets took tens of milliseconds after each tick to get to
+a frame, and that delay counted as latency.
 
 Figures:
 - frames_per_viewer_s_max: the most frames any viewer got in one second;
@@ -23,6 +26,7 @@ The last line holds them as key=value.
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import os
 import sys
 import tempfile
@@ -38,8 +42,9 @@ VIEWERS = int(os.environ.get("LOAD_VIEWERS", "500"))
 SOURCES = int(os.environ.get("LOAD_SOURCES", "500"))  # per reader
 READERS = 3
 # Viewers that read every frame as it comes (latency); the rest read theirs at
-# the end (final state), so the one client process keeps up with 500 sockets.
+# the end (final state), so the client processes keep up with 500 sockets.
 PROBES = 30
+CLIENT_PROCS = max(1, int(os.environ.get("LOAD_CLIENT_PROCS", "4")))
 
 
 def main() -> int:
@@ -58,7 +63,6 @@ def main() -> int:
     from newsroom.sources.models import Source
     from newsroom.tests.faultkit import (
         CountingFeeds,
-        Viewer,
         expected_view,
         is_postgres,
         role_env,
@@ -78,6 +82,7 @@ def main() -> int:
     feeds = CountingFeeds(READERS * SOURCES, delay=0.1)
     servers: list = []
     workers: list = []
+    clients: list = []
     try:
         readers, cookies, path_of = [], [], {}
         for r in range(READERS):
@@ -108,34 +113,36 @@ def main() -> int:
         runs = [queue_run(user) for user in readers]
         connections.close_all()
         addresses = [f"127.0.0.1:{s.port}" for s in servers]
-        crowd = [
-            Viewer(
-                [addresses[n % 2]],
+        specs = [
+            (
+                n,
+                addresses[n % 2],
                 f"/ws/live/run/{runs[n % READERS].pk}/",
                 cookies[n % READERS],
-                seed=n,
-                eager=n < PROBES,
+                n < PROBES,
             )
             for n in range(VIEWERS)
         ]
-        run_of = {id(v): runs[n % READERS].pk for n, v in enumerate(crowd)}
-        # Latency: the first frame in which a viewer sees a source done.
-        seen_done: dict[int, dict[int, float]] = {id(v): {} for v in crowd}
-
-        def on_frame(viewer, at, text):
-            mine = seen_done[id(viewer)]
-            for sid, state in viewer.rows.items():
-                if state in ("ok", "not_modified", "error") and sid not in mine:
-                    mine[sid] = at
-
-        for v in crowd[:PROBES]:
-            v.on_frame = on_frame
-        result = asyncio.run(_drive(crowd, servers, procs, workers, env, tmp, runs))
+        run_of = {n: runs[n % READERS].pk for n in range(VIEWERS)}
+        # Forked before any event loop runs here; the children touch no database.
+        connections.close_all()
+        ctx = multiprocessing.get_context("fork")
+        for k in range(CLIENT_PROCS):
+            parent, child = ctx.Pipe()
+            process = ctx.Process(
+                target=_client_process, args=(child, specs[k::CLIENT_PROCS]), daemon=True
+            )
+            process.start()
+            clients.append((process, parent))
+        result = asyncio.run(_drive(clients, servers, procs, workers, env, tmp, runs))
+        crowd = result["viewers"]
+        # Latency: the first frame in which a probe viewer saw a source done.
+        seen_done = [v["seen"] for v in crowd if v["seen"]]
         # Final views against the database.
         lost = 0
         for v in crowd:
-            run = Run.objects.get(pk=run_of[id(v)])
-            if v.view() != expected_view(run.status):
+            run = Run.objects.get(pk=run_of[v["n"]])
+            if v["view"] != expected_view(run.status):
                 lost += 1
         states = Counter(
             Run.objects.filter(pk__in=[r.pk for r in runs]).values_list(
@@ -145,7 +152,7 @@ def main() -> int:
         answered = {a.path: a.answered for a in feeds.answers() if a.answered}
         latencies = sorted(
             (at - answered[path_of[sid]]) * 1000
-            for mine in seen_done.values()
+            for mine in seen_done
             for sid, at in mine.items()
             if path_of.get(sid) in answered
         )
@@ -163,6 +170,10 @@ def main() -> int:
             f"server RSS (two daphne): warm-up {result['rss_warm']:.0f} MiB, "
             f"end {result['rss_end']:.0f} MiB; daphne CPU {result['cpu']:.1f} s"
         )
+        print(
+            f"bench side: {CLIENT_PROCS} viewer processes and the feed server, CPU {result['client_cpu']:.1f} s "
+            f"during the runs ({result['client_cpu'] / result['seconds']:.2f} cores)"
+        )
         cpu_per_frame = result["cpu"] / max(result["frames"], 1)
         print(
             f"viewers={VIEWERS} sources={READERS * SOURCES} "
@@ -173,6 +184,10 @@ def main() -> int:
         )
         return 0
     finally:
+        for process, _ in clients:
+            if process.is_alive():
+                process.kill()
+            process.join(5)
         for w in workers:
             w.stop()
         for s in servers:
@@ -194,28 +209,32 @@ def _cpu(procs) -> float:
     return total
 
 
-async def _drive(crowd, servers, procs, workers, env, tmp, runs) -> dict:
+def _ask(clients, command: str) -> list:
+    for _, pipe in clients:
+        pipe.send(command)
+    return [pipe.recv() for _, pipe in clients]
+
+
+async def _drive(clients, servers, procs, workers, env, tmp, runs) -> dict:
+    import psutil
     from django.db import connections
 
     from newsroom.runs.models import Run
     from newsroom.tests.faultkit import Role
 
-    tasks = []
-    for start in range(0, len(crowd), 50):  # connect in waves, as a crowd does
-        tasks += [
-            asyncio.create_task(v.run(connect_timeout=30))
-            for v in crowd[start : start + 50]
-        ]
-        await asyncio.sleep(0.2)
+    client_procs = [psutil.Process()] + [psutil.Process(p.pid) for p, _ in clients]
     deadline = time.monotonic() + 120
-    while not all(v.frames for v in crowd):
+    while not all(ready for ready, _ in await asyncio.to_thread(_ask, clients, "status")):
         if time.monotonic() > deadline:
             raise RuntimeError("viewers did not all get their first frame")
         await asyncio.sleep(0.1)
     await asyncio.sleep(2.0)  # settle: the warm-up figure
     rss_warm = _rss(procs)
     cpu_before = _cpu(procs)
-    frames_before = sum(v.frames for v in crowd)
+    client_cpu_before = _cpu(client_procs)
+    frames_before = sum(
+        frames for _, frames in await asyncio.to_thread(_ask, clients, "status")
+    )
     began = time.monotonic()
     for n in range(2):  # two run workers: three runs at once (two each at most)
         workers.append(
@@ -240,32 +259,90 @@ async def _drive(crowd, servers, procs, workers, env, tmp, runs) -> dict:
             raise RuntimeError(f"runs did not finish: {current}")
         await asyncio.sleep(0.5)
     seconds = time.monotonic() - began
+    client_cpu = _cpu(client_procs) - client_cpu_before
     await asyncio.sleep(3.0)  # the last ticks reach every viewer
     rss_end = _rss(procs)
     cpu = _cpu(procs) - cpu_before
-    frames = sum(v.frames for v in crowd) - frames_before
+    viewers = [v for part in await asyncio.to_thread(_ask, clients, "stop") for v in part]
+    frames = sum(v["frames"] for v in viewers) - frames_before
     fps_max = 0
-    for v in crowd:
-        buckets = Counter(int(t) for t in v.frame_times)
+    for v in viewers:
+        buckets = Counter(int(t) for t in v["frame_times"])
         if buckets:
             fps_max = max(fps_max, max(buckets.values()))
-    full = sum(v.full_frames for v in crowd)
-    reconnects = sum(v.reconnects for v in crowd)
-    for v in crowd:
-        v.stop()
-    for t in tasks:
-        t.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    full = sum(v["full_frames"] for v in viewers)
+    reconnects = sum(v["reconnects"] for v in viewers)
     return {
         "rss_warm": rss_warm,
         "rss_end": rss_end,
         "cpu": cpu,
+        "client_cpu": client_cpu,
         "frames": frames,
         "fps_max": fps_max,
         "seconds": seconds,
         "full": full,
         "reconnects": reconnects,
+        "viewers": viewers,
     }
+
+
+def _client_process(pipe, specs) -> None:
+    """A client process: its share of the viewers, real sockets, driven over `pipe`."""
+    asyncio.run(_client(pipe, specs))
+
+
+async def _client(pipe, specs) -> None:
+    from newsroom.tests.faultkit import Viewer
+
+    viewers: dict[int, Viewer] = {}
+    seen: dict[int, dict[int, float]] = {}
+
+    def on_frame(viewer, at, text):
+        mine = seen[viewer.number]
+        for sid, state in viewer.rows.items():
+            if state in ("ok", "not_modified", "error") and sid not in mine:
+                mine[sid] = at
+
+    for n, server, path, cookie, eager in specs:
+        viewer = Viewer([server], path, cookie, seed=n, eager=eager)
+        viewer.number = n
+        if eager:
+            seen[n] = {}
+            viewer.on_frame = on_frame
+        viewers[n] = viewer
+    crowd = list(viewers.values())
+    tasks = []
+    wave = max(1, 50 // CLIENT_PROCS)
+    for start in range(0, len(crowd), wave):  # connect in waves, as a crowd does
+        tasks += [
+            asyncio.create_task(v.run(connect_timeout=30))
+            for v in crowd[start : start + wave]
+        ]
+        await asyncio.sleep(0.2)
+    while True:
+        command = await asyncio.to_thread(pipe.recv)
+        if command == "status":
+            pipe.send((all(v.frames for v in crowd), sum(v.frames for v in crowd)))
+        elif command == "stop":
+            results = [
+                {
+                    "n": n,
+                    "view": v.view(),
+                    "frames": v.frames,
+                    "frame_times": list(v.frame_times),
+                    "full_frames": v.full_frames,
+                    "reconnects": v.reconnects,
+                    "seen": seen.get(n, {}),
+                }
+                for n, v in viewers.items()
+            ]
+            for v in crowd:
+                v.stop()
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            pipe.send(results)
+            return
 
 
 if __name__ == "__main__":

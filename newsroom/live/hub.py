@@ -4,22 +4,27 @@ One hub per process (per event loop). It owns the tick scheduler and the
 component cache, the replicas of the runs its streams show, and one channel on
 the channel layer through which it hears:
 
-- `run.<id>`: {"type": "run.change", "change": ...}, published by the runs area for
-  every status write. Applied to the local replica at the start of the next
-  tick (through `tx`), in seq order; a gap reloads the snapshot (Run.status).
+- `run.<id>`: {"type": "run.changes", "run": id, "changes": [...]}, the status
+  writes the runs area made since its previous send (or {"type": "run.change",
+  "change": ...}, one write). Applied to the local replica at the start of the
+  next tick (through `tx`, one per message), in seq order; a gap reloads the
+  snapshot (Run.status).
 - `live.reader.<id>`: "live.logout" (close that reader's streams with 4401),
   "live.article" (a briefing was stored: reload it and bump the article cell),
   "live.run" (a run was created: the dashboard follows it).
 
 The hub joins a run's group only while one of its streams shows that run, and a
 reader's group only while that reader has a stream open. With the in-memory
-layer all of this runs in one process; with Redis each process keeps its own.
+layer all of this runs in one process; with Redis each process keeps its own,
+and receives on a thread of its own (see `_receiving_layer`): messages are
+handled on the hub's loop in the order they came.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -108,6 +113,7 @@ class Hub:
         self.scheduler = scheduler or Scheduler(
             settings.NEWSROOM_LIVE_TICK_MS,
             cache=ComponentCache(settings.NEWSROOM_LIVE_CACHE_SIZE),
+            pace=True,
         )
         self.layer = layer if layer is not None else get_channel_layer()
         self.autostart = autostart
@@ -288,30 +294,35 @@ class Hub:
 
     # -- run changes -----------------------------------------------------------------
 
-    def _run_change(self, change: dict) -> None:
-        handle = self.runs.get(change.get("run"))  # type: ignore[arg-type]
-        if handle is None:
+    def _run_changes(self, run_id: Any, changes: list[dict]) -> None:
+        handle = self.runs.get(run_id)
+        if handle is None or not changes:
             return
         if handle.replica is None:
-            self._hold(handle, change)
+            for change in changes:
+                self._hold(handle, change)
             return
-        self.scheduler.tx(lambda: self._apply(handle, change))
+        self.scheduler.tx(lambda: self._apply(handle, changes))
 
-    def _apply(self, handle: RunHandle, change: dict) -> None:
-        """At the start of a tick: one change into the replica, touching its cells."""
+    def _apply(self, handle: RunHandle, changes: list[dict]) -> None:
+        """At the start of a tick: changes into the replica, touching their cells."""
         replica = handle.replica
         if replica is None or self.runs.get(handle.run_id) is not handle:
             return
-        if change.get("reader") != replica.reader_id:
-            # A change names its reader; one that does not match is never shown.
-            log.warning(
-                "run %s change for reader %s ignored",
-                handle.run_id,
-                change.get("reader"),
-            )
-            return
-        if handle.buffer or not replica.apply(change):
-            self._hold(handle, change)
+        gap = False
+        for change in changes:
+            if change.get("reader") != replica.reader_id:
+                # A change names its reader; one that does not match is never shown.
+                log.warning(
+                    "run %s change for reader %s ignored",
+                    handle.run_id,
+                    change.get("reader"),
+                )
+                continue
+            if gap or handle.buffer or not replica.apply(change):
+                self._hold(handle, change)
+                gap = True
+        if gap:
             self._catch_up(handle)
 
     def _hold(self, handle: RunHandle, change: dict) -> None:
@@ -404,18 +415,31 @@ class Hub:
             return
         async with self._listen_lock:
             if self._listener is None:
-                self.channel = await self.layer.new_channel()
-                self._listener = self.loop.create_task(
-                    self._listen(), name="live-listen"
-                )
+                own = _receiving_layer(self.layer)
+                if own is None:
+                    self.channel = await self.layer.new_channel()
+                    self._listener = self.loop.create_task(
+                        self._receive_loop(self.layer, self._handle, self._rejoin),
+                        name="live-listen",
+                    )
+                else:
+                    self.channel = await own.new_channel()
+                    self._listener = _ReceiverThread(self, own, self.channel)
+                    self._listener.start()
                 self._spawn(self._renew_groups())
 
-    async def _listen(self) -> None:
+    async def _receive_loop(
+        self,
+        layer: Any,
+        handle: Callable[[dict], None],
+        rejoin: Callable[[], Awaitable[bool]],
+    ) -> None:
+        """Receive from our channel until cancelled; `handle` each message."""
         assert self.channel is not None
         failures = 0
         while True:
             try:
-                message = await self.layer.receive(self.channel)
+                message = await layer.receive(self.channel)
             except asyncio.CancelledError:
                 raise
             except LAYER_DOWN as e:
@@ -431,7 +455,7 @@ class Hub:
                 if failures == 1:
                     log.warning("live: channel layer unreachable (%s); retrying", e)
                 await asyncio.sleep(min(RETRY_BASE_S * 2**failures, RETRY_MAX_S))
-                if await self._rejoin():
+                if await rejoin():
                     log.warning(
                         "live: channel layer back after %d failed receives; "
                         "groups rejoined, runs reloaded",
@@ -439,25 +463,32 @@ class Hub:
                     )
                     failures = 0
                 continue
-            try:
-                self.dispatch(message)
-            except Exception:
-                log.exception("live: bad message %r", message)
-            self.received += 1
-            if self._waiters:
-                still = []
-                for target, future in self._waiters:
-                    if self.received >= target:
-                        if not future.done():
-                            future.set_result(None)
-                    else:
-                        still.append((target, future))
-                self._waiters = still
+            handle(message)
+
+    def _handle(self, message: dict) -> None:
+        """One message from our channel, on the hub's loop."""
+        try:
+            self.dispatch(message)
+        except Exception:
+            log.exception("live: bad message %r", message)
+        self.received += 1
+        if self._waiters:
+            still = []
+            for target, future in self._waiters:
+                if self.received >= target:
+                    if not future.done():
+                        future.set_result(None)
+                else:
+                    still.append((target, future))
+            self._waiters = still
 
     def dispatch(self, message: dict) -> None:
         kind = message.get("type")
-        if kind == "run.change":
-            self._run_change(message["change"])
+        if kind == "run.changes":
+            self._run_changes(message.get("run"), message["changes"])
+        elif kind == "run.change":
+            change = message["change"]
+            self._run_changes(change.get("run"), [change])
         elif kind == "live.logout":
             self._spawn(self.logout(int(message["reader"])))
         elif kind == "live.article":
@@ -522,10 +553,89 @@ class Hub:
 
     async def shutdown(self) -> None:
         await self.scheduler.stop()
-        for task in [self._listener, *self._tasks]:
-            if task is not None:
-                task.cancel()
-        self._listener = None
+        listener, self._listener = self._listener, None
+        if isinstance(listener, _ReceiverThread):
+            listener.stop()
+            await asyncio.to_thread(listener.join, 5.0)
+        elif listener is not None:
+            listener.cancel()
+        for task in list(self._tasks):
+            task.cancel()
+
+
+def _receiving_layer(layer: Any) -> Any:
+    """A channel layer instance of its own for a receiving thread, or None to
+    receive on the hub's loop.
+
+    Receiving costs several Redis round trips per message, each waiting its
+    turn on the hub's loop behind ticks, frames and acks: on a busy web process
+    that held a hub to a few dozen messages a second and viewers seconds
+    behind. A thread with a loop of its own answers each round trip at once.
+    Its own instance because channels_redis lets one loop receive on an
+    instance (the in-process run executor receives on the shared one). Only
+    for the configured layer, and never the in-memory one (its queues belong to
+    the loop that made them).
+    """
+    from channels.layers import (
+        DEFAULT_CHANNEL_LAYER,
+        InMemoryChannelLayer,
+        channel_layers,
+    )
+
+    if isinstance(layer, InMemoryChannelLayer):
+        return None
+    if DEFAULT_CHANNEL_LAYER not in channel_layers.configs:
+        return None
+    if layer is not channel_layers[DEFAULT_CHANNEL_LAYER]:
+        return None
+    return channel_layers.make_backend(DEFAULT_CHANNEL_LAYER)
+
+
+class _ReceiverThread(threading.Thread):
+    """The hub's receive loop on a thread and event loop of its own; each
+    message is handed to the hub's loop in the order it came."""
+
+    def __init__(self, hub: Hub, layer: Any, channel: str) -> None:
+        super().__init__(name="live-hub-receiver", daemon=True)
+        self.hub = hub
+        self.layer = layer
+        self.channel = channel
+        self._stopping = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task | None = None
+
+    def run(self) -> None:
+        try:
+            asyncio.run(self._main())
+        except asyncio.CancelledError:
+            pass
+        except Exception:
+            log.exception("live: the receiving thread failed")
+
+    async def _main(self) -> None:
+        self._loop, self._task = asyncio.get_running_loop(), asyncio.current_task()
+        if self._stopping.is_set():
+            return
+        await self.hub._receive_loop(self.layer, self._deliver, self._rejoin)
+
+    def _deliver(self, message: dict) -> None:
+        try:
+            self.hub.loop.call_soon_threadsafe(self.hub._handle, message)
+        except RuntimeError:  # the hub's loop has closed: nothing left to serve
+            self.stop()
+
+    async def _rejoin(self) -> bool:
+        future = asyncio.run_coroutine_threadsafe(self.hub._rejoin(), self.hub.loop)
+        return await asyncio.wrap_future(future)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        loop, task = self._loop, self._task
+        if loop is not None and task is not None:
+            try:
+                loop.call_soon_threadsafe(task.cancel)
+            except RuntimeError:  # already finished
+                pass
 
 
 def _reader_start(reader_id: int) -> tuple[int | None, dict | None]:

@@ -8,7 +8,8 @@ changed or the client missed a frame.
 At most one frame is in flight. A frame rendered while one is in flight waits as
 `pending`, and a newer render replaces it: a slow or stalled client costs one
 sent frame and one pending page, never a growing queue. The client acks each
-frame by its number; the next frame goes out on the ack. Pure Python: no Django.
+frame by its number; the next frame goes out on the ack (with a pacing
+scheduler, at the next tick). Pure Python: no Django.
 """
 
 from __future__ import annotations
@@ -121,16 +122,22 @@ class Stream:
         self.pending = page
 
     async def flush(self) -> None:
-        """Send the pending page unless a frame is in flight."""
+        """Send the pending page unless a frame is in flight (with a pacing
+        scheduler, only from a tick: an ack's frame waits for the next one)."""
         if self.closed or self.in_flight is not None or self.pending is None:
             return
-        page, self.pending = self.pending, None
+        page = self.pending
         result = patch(self.client_page if self.patches else None, page)
         if not self.patches and page is self.client_page:
             result = None
         if result is None:
+            self.pending = None
             self.client_page = page
             return
+        hold = getattr(self.scheduler, "hold", None)
+        if hold is not None and hold(self):
+            return  # paced: the next tick sends it
+        self.pending = None
         html, full = result
         self.seq += 1
         self.in_flight = (self.seq, page)

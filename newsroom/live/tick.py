@@ -1,11 +1,13 @@
 """The tick: writes mark streams dirty; one loop renders each dirty stream once.
 
 `mark_dirty` only records the stream and wakes the loop. The loop waits until a
-tick (200 ms by default) has passed since the previous one, so everything that
-arrives meanwhile lands in the same batch, then runs `tick()`: first the writes
-queued with `tx()` (all of them, in one `batch` call when one is given, for one
-transaction per tick), then it renders every dirty stream once, then it sends.
-No render can see half of a tx. An idle loop waits on an event and costs nothing.
+tick (200 ms by default) has passed since the previous one ended, so everything
+that arrives meanwhile lands in the same batch, then runs `tick()`: first the
+writes queued with `tx()` (all of them, in one `batch` call when one is given,
+for one transaction per tick), then it renders every dirty stream once, then it
+sends. No render can see half of a tx. An idle loop waits on an event and costs
+nothing. A pacing scheduler (the hub's) sends frames only from ticks, so no
+stream gets more than one frame per tick.
 
 Tests and benchmarks call `tick()` directly: no clock is involved.
 """
@@ -44,6 +46,7 @@ class Scheduler:
         batch: Batch | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        pace: bool = False,
     ) -> None:
         if tick_ms <= 0:
             raise ValueError("tick_ms must be positive")
@@ -67,6 +70,13 @@ class Scheduler:
         self._task: asyncio.Task | None = None
         self.ticks = 0
         self.renders = 0
+        # pace: frames leave only inside a tick, so each stream sends at most
+        # one per tick. Without it a frame held while one was in flight goes
+        # out as soon as the client acks (tests and benches that tick by hand
+        # rely on that). See `hold`.
+        self.pace = pace
+        self.held: dict[Renderable, None] = {}
+        self._flushing: Renderable | None = None  # the stream the tick flushes
 
     # -- writes ------------------------------------------------------------------
 
@@ -83,6 +93,15 @@ class Scheduler:
         self._poke()
         return future
 
+    def hold(self, stream: Renderable) -> bool:
+        """Asked by a stream about to send: True when it must wait for the next
+        tick (pacing, outside a tick's sends), which then flushes it."""
+        if not self.pace or stream is self._flushing:
+            return False
+        self.held[stream] = None
+        self._poke()
+        return True
+
     def _poke(self) -> None:
         if self._wake is not None:
             self._wake.set()
@@ -93,7 +112,7 @@ class Scheduler:
         """Run the loop on the running event loop (once)."""
         if self._task is None or self._task.done():
             self._wake = asyncio.Event()
-            if self.dirty or self.txs:
+            if self.dirty or self.txs or self.held:
                 self._wake.set()
             self._task = asyncio.get_running_loop().create_task(
                 self.run(), name="live-tick"
@@ -113,16 +132,20 @@ class Scheduler:
         while True:
             await self._wake.wait()
             # Sleep the rest of the tick so a burst lands in one batch; after a
-            # quiet spell the first write renders at once.
+            # quiet spell the first write renders at once. Counted from the end
+            # of the previous tick: its frames leave the sockets only once it
+            # has run (the server writes them when the loop is next free), so
+            # a long tick followed by a short one would otherwise put a
+            # stream's two frames less than a tick apart.
             wait = self._last_tick + self.tick_ms / 1000 - self.clock()
             if wait > 0:
                 await self.sleep(wait)
             self._wake.clear()
-            self._last_tick = self.clock()
             try:
                 await self.tick()
             except Exception:
                 log.exception("live tick failed")
+            self._last_tick = self.clock()
 
     async def tick(self) -> int:
         """Apply queued writes, render each dirty stream once, send. Returns the
@@ -139,11 +162,20 @@ class Scheduler:
                 except Exception:
                     log.exception("live render failed for %r", stream)
         self.renders += len(streams)
-        for stream in streams:
-            try:
-                await stream.flush()
-            except Exception:
-                log.exception("live send failed for %r", stream)
+        flush = streams
+        if self.held:
+            # Paced streams whose frame waited for this tick (acked meanwhile).
+            held, self.held = self.held, {}
+            flush = streams + [s for s in held if s not in dirty and not s.closed]
+        try:
+            for stream in flush:
+                self._flushing = stream
+                try:
+                    await stream.flush()
+                except Exception:
+                    log.exception("live send failed for %r", stream)
+        finally:
+            self._flushing = None
         self.ticks += 1
         if self.after_tick:
             hooks, self.after_tick = self.after_tick, []

@@ -4,7 +4,9 @@ Fetch tasks submit their outcome and wait for its commit; the writer gathers
 what has finished (a few milliseconds' worth) and writes it in one transaction
 on a worker thread, so hundreds of fetches cost a handful of commits while the
 event loop keeps fetching. PostgreSQL takes several batches at once (one
-connection per lane); SQLite has one writer anyway, so it gets one lane.
+connection per lane); SQLite has one writer anyway, so it gets one lane. Each
+lane is a thread of its own that keeps its connection for the whole run (opening
+one per batch cost more than the batch) and closes it when the writer closes.
 A batch that fails is retried one write per transaction, so one bad row never
 loses its neighbours; the write that still fails gets its own error.
 """
@@ -55,16 +57,21 @@ class JournalWriter:
         self._pending: list[Write] = []
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
-        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._lane_pools: list[concurrent.futures.ThreadPoolExecutor] = []
+        self._free_lanes: list[int] = []
         self._in_flight: set[asyncio.Future] = set()
         self.batches = 0
         self.rows = 0
         self.seconds = 0.0  # time spent writing, for the benchmark
 
     def start(self) -> None:
-        self._pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=self.lanes, thread_name_prefix="journal"
-        )
+        self._lane_pools = [
+            concurrent.futures.ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix=f"journal{n}"
+            )
+            for n in range(self.lanes)
+        ]
+        self._free_lanes = list(range(self.lanes))
         self._task = asyncio.get_running_loop().create_task(
             self._loop(), name="runs:journal"
         )
@@ -85,18 +92,24 @@ class JournalWriter:
                 # Let a few more finish: one commit for many rows costs less than
                 # many commits, and the fetch slots are already free meanwhile.
                 await asyncio.sleep(GATHER_FOR)
-            free = self.lanes - len(self._in_flight)
+            free = len(self._free_lanes)
             if not self._pending or free <= 0:
                 continue  # a lane finishing wakes us again
             size = math.ceil(len(self._pending) / free)
-            while self._pending and len(self._in_flight) < self.lanes:
+            while self._pending and self._free_lanes:
+                lane = self._free_lanes.pop()
                 batch, self._pending = self._pending[:size], self._pending[size:]
-                job = loop.run_in_executor(self._pool, self._write_batch, batch)
+                job = loop.run_in_executor(
+                    self._lane_pools[lane], self._write_batch, batch
+                )
                 self._in_flight.add(job)
-                job.add_done_callback(lambda job, batch=batch: self._done(job, batch))
+                job.add_done_callback(
+                    lambda job, batch=batch, lane=lane: self._done(job, batch, lane)
+                )
 
-    def _done(self, job: asyncio.Future, batch: list[Write]) -> None:
+    def _done(self, job: asyncio.Future, batch: list[Write], lane: int) -> None:
         self._in_flight.discard(job)
+        self._free_lanes.append(lane)
         self._wake.set()
         if job.cancelled():
             errors: list[Exception | None] = [RuntimeError("stopped")] * len(batch)
@@ -126,8 +139,6 @@ class JournalWriter:
             self.batches += 1
             self.rows += len(batch)
             self.seconds += time.perf_counter() - started
-            # Lane threads outlive no run: close their connection with the batch.
-            connections.close_all()
 
     def _write_batch_now(self, batch: list[Write]) -> list[Exception | None]:
         try:
@@ -165,6 +176,9 @@ class JournalWriter:
             except asyncio.CancelledError:
                 pass
             self._task = None
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
+        # Lane threads outlive no run: each closes its connection, then ends.
+        pools, self._lane_pools = self._lane_pools, []
+        self._free_lanes = []
+        for pool in pools:
+            pool.submit(connections.close_all)
+            pool.shutdown(wait=True)

@@ -279,6 +279,41 @@ async def test_a_gap_in_the_changes_reloads_the_snapshot(
     await communicator.disconnect()
 
 
+async def test_published_batches_reach_the_page_and_a_gap_inside_one_reloads(
+    running_hub, alice, alice_session
+):
+    from newsroom.runs.publish import Publisher
+
+    run, status = await make_run(alice, sources=6)
+    communicator, _, _ = await connect(f"/ws/live/run/{run.pk}/", alice_session)
+    await ack(communicator, await communicator.receive_from(timeout=5))
+
+    publisher = Publisher()
+    publisher.start()
+    changes = [
+        status.report(1, "ok", message="S1 in a batch", count=4),
+        status.report(2, "fetching", message="S2 fetching"),
+    ]
+    status.report(3, "ok", message="lost on the way", count=5)  # never published
+    changes.append(status.report(4, "error", message="S4 failed", error="timed out"))
+    await save_snapshot(run, status)
+    for change in changes:
+        publisher.publish(change)
+    await publisher.close()
+    seen = ""
+    while not all(
+        text in seen for text in ("S1 in a batch", "lost on the way", "S4 failed")
+    ):
+        frame = await communicator.receive_from(timeout=5)
+        seen += frame
+        await ack(communicator, frame)
+    replica = running_hub.runs[run.pk].replica
+    assert replica.seq == status.seq
+    assert replica.status.counts["ok"] == 2 and replica.status.counts["error"] == 1
+    assert replica.status.counts["fetching"] == 1
+    await communicator.disconnect()
+
+
 def test_the_dashboard_page_serves_the_region_and_its_socket(alice_session, alice):
     page = _get_dashboard(alice_session)
     assert 'ws-connect="/ws/live/sidebar/?have=' in page

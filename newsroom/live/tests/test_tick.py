@@ -277,3 +277,70 @@ async def test_an_idle_loop_does_not_tick_and_a_write_wakes_it():
         assert sleeps == [pytest.approx(0.15)]  # waited out the rest of the tick
     finally:
         await scheduler.stop()
+
+
+async def test_a_paced_stream_sends_only_from_ticks_and_loses_nothing():
+    scheduler = Scheduler(pace=True)
+    board = Board(3)
+    stream, client = open_stream(scheduler, board_region, board)
+    await scheduler.tick()
+    assert len(client.frames) == 1
+    board.cells[0].set(1)
+    await scheduler.tick()  # frame 1 is not acked yet: the render waits
+    assert len(client.frames) == 1
+    await stream.ack(1)
+    # Acked between ticks: the frame goes with the next tick, not on the ack.
+    assert len(client.frames) == 1 and stream in scheduler.held
+    board.cells[1].set(2)
+    assert await scheduler.tick() == 1  # rendered once, sent once
+    assert len(client.frames) == 2 and not scheduler.held
+    assert 'id="r0">1<' in client.frames[1] and 'id="r1">2<' in client.frames[1]
+    await stream.ack(2)
+    # Nothing new: a tick sends nothing.
+    await scheduler.tick()
+    assert len(client.frames) == 2
+
+
+async def test_a_paced_frame_held_for_a_closed_stream_is_dropped():
+    scheduler = Scheduler(pace=True)
+    board = Board(2)
+    stream, client = open_stream(scheduler, board_region, board)
+    await scheduler.tick()
+    board.cells[0].set(1)
+    await scheduler.tick()
+    await stream.ack(1)
+    assert stream in scheduler.held
+    stream.release()
+    await scheduler.tick()
+    assert len(client.frames) == 1 and not scheduler.held
+
+
+async def test_ticks_are_a_tick_apart_from_the_end_of_the_previous_one():
+    sleeps: list[float] = []
+    now = [100.0]
+
+    async def fake_sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        now[0] += seconds
+
+    def slow_region(board):
+        now[0] += 0.15  # this render takes 150 ms
+        return board_region(board)
+
+    scheduler = Scheduler(tick_ms=200, clock=lambda: now[0], sleep=fake_sleep)
+    board = Board(2)
+    scheduler.start()
+    try:
+        stream, client = open_stream(scheduler, slow_region, board)
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert scheduler.ticks == 1 and now[0] == pytest.approx(100.15)
+        await stream.ack(1)
+        board.cells[0].set(1)
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert scheduler.ticks == 2
+        # Slept 200 ms after the first tick ended, not 50 ms after it began.
+        assert sleeps == [pytest.approx(0.2)]
+    finally:
+        await scheduler.stop()

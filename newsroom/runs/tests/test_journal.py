@@ -50,3 +50,36 @@ async def test_a_failing_write_gets_its_own_error_and_the_rest_commit(alice, lan
         lambda: dict(Source.objects.values_list("title", "last_status"))
     )()
     assert statuses == {"s0": "ok", "s1": "", "s2": "ok"}
+
+
+@pytest.mark.parametrize("lanes", [1, 2])
+async def test_lanes_keep_their_connection_for_the_run_and_close_it_at_the_end(
+    alice, lanes
+):
+    from django.db.backends.signals import connection_created
+
+    sources = [
+        await sync_to_async(add_source)(alice, f"https://feeds.example/{n}", f"s{n}")
+        for n in range(6)
+    ]
+    opened = []
+
+    def created(sender, connection, **kwargs):
+        opened.append(connection)
+
+    connection_created.connect(created)
+    try:
+        writer = JournalWriter(lanes=lanes)
+        writer.start()
+        for source in sources:  # one batch each: every write waits for its commit
+            await writer.submit(Write(source, {"last_status": "ok"}))
+        assert writer.batches == len(sources)
+        assert 1 <= len(opened) <= lanes
+        await writer.close()
+    finally:
+        connection_created.disconnect(created)
+    assert all(wrapper.connection is None for wrapper in opened)
+    statuses = await sync_to_async(
+        lambda: set(Source.objects.values_list("last_status", flat=True))
+    )()
+    assert statuses == {"ok"}

@@ -135,9 +135,41 @@ async def test_changes_are_published_to_the_run_group_in_order(alice):
     for change in changes:
         publisher.publish(change)
     await publisher.close()
-    received = [await asyncio.wait_for(layer.receive(channel), 5) for _ in changes]
-    assert [m["type"] for m in received] == ["run.change"] * 20
-    assert [m["change"]["seq"] for m in received] == list(range(1, 21))
+    # Queued while no send was on its way: they go out together, in one message.
+    seqs = []
+    while len(seqs) < len(changes):
+        message = await asyncio.wait_for(layer.receive(channel), 5)
+        assert message["type"] == "run.changes" and message["run"] == 77
+        seqs += [change["seq"] for change in message["changes"]]
+    assert seqs == list(range(1, 21))
+    assert publisher.sent == 20 and publisher.messages < 20
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_long_backlog_is_sent_in_bounded_messages_in_order(alice):
+    from newsroom.runs.publish import BATCH_LIMIT
+
+    layer = get_channel_layer()
+    channels = {run: await layer.new_channel() for run in (78, 79)}
+    for run, channel in channels.items():
+        await layer.group_add(group_for(run), channel)
+    publisher = Publisher(layer)
+    publisher.start()
+    statuses = {run: RunStatus(run, alice.pk) for run in channels}
+    count = BATCH_LIMIT + 7
+    for n in range(count):  # two runs interleaved
+        for status in statuses.values():
+            publisher.publish(status.add_source(n, f"s{n}"))
+    await publisher.close()
+    for run, channel in channels.items():
+        seqs = []
+        while len(seqs) < count:
+            message = await asyncio.wait_for(layer.receive(channel), 5)
+            assert message["run"] == run
+            assert 0 < len(message["changes"]) <= BATCH_LIMIT
+            assert {c["run"] for c in message["changes"]} == {run}
+            seqs += [change["seq"] for change in message["changes"]]
+        assert seqs == list(range(1, count + 1))
 
 
 @pytest.mark.django_db(transaction=True)
