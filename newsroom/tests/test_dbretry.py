@@ -10,7 +10,6 @@ from django.db import IntegrityError, OperationalError, connection, connections
 
 from newsroom.dbretry import Outage, describe, is_connection_error, retry_db
 from newsroom.sources.models import Source
-from newsroom.tests.faultkit import FlakyProxy, is_postgres
 
 LOG = "newsroom.dbretry"
 
@@ -118,25 +117,6 @@ def test_a_broken_rule_is_not_an_outage(alice):
     with pytest.raises(IntegrityError) as duplicate:
         Source.objects.create(reader=alice, url="https://a.test/feed", title="a")
     assert not is_connection_error(duplicate.value)
-
-
-@pytest.fixture
-def db_via_proxy(transactional_db):
-    """The test database reached through a FlakyProxy the test can make refuse
-    (and cut) connections: a real PostgreSQL outage, seen from this process."""
-    if not is_postgres():
-        pytest.skip("a database outage is a PostgreSQL fault")
-    db = connections["default"].settings_dict
-    proxy = FlakyProxy(int(db["PORT"] or 5432), db["HOST"] or "127.0.0.1")
-    saved = db["HOST"], db["PORT"]
-    connections.close_all()
-    db["HOST"], db["PORT"] = "127.0.0.1", str(proxy.port)
-    try:
-        yield proxy
-    finally:
-        connections.close_all()
-        db["HOST"], db["PORT"] = saved
-        proxy.close()
 
 
 def test_a_write_is_retried_through_an_outage_and_lands(db_via_proxy, alice, caplog):

@@ -22,7 +22,7 @@ from newsroom.ops.models import Heartbeat
 from newsroom.runs.models import Run
 from newsroom.runs.worker import IDLE_WAIT, RunWorker, queue_run
 from newsroom.sources.models import Source
-from newsroom.tests.faultkit import FlakyProxy, is_postgres
+from newsroom.tests.faultkit import is_postgres
 from sessions_app.reaper import Reaper
 
 pytestmark = pytest.mark.skipif(
@@ -30,23 +30,6 @@ pytestmark = pytest.mark.skipif(
 )
 
 T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def db_via_proxy(transactional_db):
-    """The test database through a proxy that refuses (and cuts) connections
-    while the test says so."""
-    db = connections["default"].settings_dict
-    proxy = FlakyProxy(int(db["PORT"] or 5432), db["HOST"] or "127.0.0.1")
-    saved = db["HOST"], db["PORT"]
-    connections.close_all()
-    db["HOST"], db["PORT"] = "127.0.0.1", str(proxy.port)
-    try:
-        yield proxy
-    finally:
-        connections.close_all()
-        db["HOST"], db["PORT"] = saved
-        proxy.close()
 
 
 class Said:
