@@ -10,16 +10,9 @@ from django.db import IntegrityError, OperationalError, connection, connections
 
 from newsroom.dbretry import Outage, describe, is_connection_error, retry_db
 from newsroom.sources.models import Source
+from newsroom.tests.clock import HandClock
 
 LOG = "newsroom.dbretry"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def records(caplog, level=None):
@@ -67,7 +60,7 @@ def refused(django_db_blocker) -> OperationalError:
 
 def test_an_outage_is_said_once_with_backoff_and_its_end_once(refused, caplog):
     caplog.set_level(logging.INFO, logger=LOG)
-    clock = Clock()
+    clock = HandClock(100.0)
     outage = Outage("fold worker", first=0.5, cap=4.0, clock=clock)
     error = refused
     waits = [outage.failed(error, "a fold pass") for _ in range(6)]
@@ -149,7 +142,7 @@ def test_a_write_is_retried_through_an_outage_and_lands(db_via_proxy, alice, cap
 
 def test_a_write_gives_up_past_its_budget(db_via_proxy, alice):
     db_via_proxy.refuse()
-    clock = Clock()
+    clock = HandClock(100.0)
 
     def sleep(seconds: float) -> None:
         clock.now += seconds

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import threading
-from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from newsroom.tests.clock import HandClock
 from sessions_app import browser as host_mod
 from sessions_app.models import BrowserHost
 from sessions_app.registry import new_tag
@@ -119,17 +119,6 @@ def host(chromium, db, settings):
             break  # the test stopped the browser
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = datetime.now(UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
-
-
 @pytest.fixture
 def clock():
-    return Clock()
+    return HandClock()

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 
+from newsroom.tests.clock import HandClock
 from sessions_app.models import BrowserHost, BrowserSession
 from sessions_app.reaper import Reaper
 from sessions_app.registry import (
@@ -19,21 +20,15 @@ from sessions_app.registry import (
 
 pytestmark = pytest.mark.django_db
 
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
+START = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
 
 def registry(tag: str = "aaaa0001", clock=None) -> Registry:
     return Registry(
-        tag, limits=RegistryLimits(), max_record_bytes=4096, clock=clock or Clock()
+        tag,
+        limits=RegistryLimits(),
+        max_record_bytes=4096,
+        clock=clock or HandClock(START),
     )
 
 
@@ -112,7 +107,7 @@ def test_reservations_count_until_released():
 
 
 def test_a_reservation_left_by_a_dead_process_stops_counting():
-    clock = Clock()
+    clock = HandClock(START)
     reg = registry(clock=clock)
     reg.reserve(1)  # never released: its process died mid-open
     clock.advance(121)
@@ -120,7 +115,7 @@ def test_a_reservation_left_by_a_dead_process_stops_counting():
 
 
 def test_never_opened_records_expire_at_the_ttl(alice):
-    clock = Clock()
+    clock = HandClock(START)
     reg = registry(clock=clock)
     stale = reg.insert(alice, "https://a.test/")
     kept = reg.insert(alice, "https://b.test/", opened={"target_id": "t"})
@@ -141,7 +136,7 @@ def test_closing_keeps_the_reason_and_answers_410(alice):
 
 
 def test_a_stale_reclaim_decision_does_not_close(alice):
-    clock = Clock()
+    clock = HandClock(START)
     reg = registry(clock=clock)
     record = reg.insert(alice, "https://a.test/", opened={"target_id": "t"})
     decided_on = record.last_used_at
@@ -157,14 +152,14 @@ def test_a_dead_browser_closes_its_sessions(alice):
         pk=1, tag="aaaa0001", endpoint="http://127.0.0.1:9", ws_url="ws://127.0.0.1:9/x"
     )
     record = registry().insert(alice, "https://a.test/", opened={"target_id": "t"})
-    result = Reaper(clock=Clock(), available=lambda: None).sweep()
+    result = Reaper(clock=HandClock(START), available=lambda: None).sweep()
     assert result.closed == [(record.pk, "the browser exited")]
     record.refresh_from_db()
     assert (record.state, record.reason) == ("gone", "the browser exited")
 
 
 def test_a_page_in_use_is_not_reclaimed_until_its_mark_goes_stale(alice):
-    clock = Clock()
+    clock = HandClock(START)
     reg = registry(clock=clock)
     record = reg.insert(alice, "https://a.test/", opened={"target_id": "t"})
     reg.touch(record, busy=True)  # an action starts

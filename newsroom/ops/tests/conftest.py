@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
-
 import pytest
-from django.utils import timezone
 
 from newsroom.ops.heartbeat import ROLES, Heartbeats
+from newsroom.tests.clock import HandClock
 
 TOKEN = "ops-token-for-the-tests-0123456789"
 
@@ -34,22 +32,9 @@ def operator_client(client, operator):
     return client
 
 
-class Clock:
-    """A clock the test moves by hand."""
-
-    def __init__(self) -> None:
-        self.now = timezone.now()
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
-
-
 @pytest.fixture
 def clock():
-    return Clock()
+    return HandClock()
 
 
 @pytest.fixture

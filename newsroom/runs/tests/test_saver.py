@@ -9,16 +9,9 @@ from django.test.utils import CaptureQueriesContext
 from newsroom.runs.models import Run
 from newsroom.runs.saver import RunSaver
 from newsroom.runs.status import RunStatus
+from newsroom.tests.clock import HandClock
 
 pytestmark = pytest.mark.django_db
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def _status(run: Run) -> RunStatus:
@@ -34,7 +27,7 @@ def _run_writes(queries) -> int:
 
 def test_writes_within_a_second_cost_one_save(alice):
     run = Run.objects.create(reader=alice, state=Run.State.RUNNING)
-    clock = Clock()
+    clock = HandClock(0.0)
     saver = RunSaver(clock=clock)
     status = _status(run)
     with CaptureQueriesContext(connection) as queries:
@@ -52,7 +45,7 @@ def test_writes_within_a_second_cost_one_save(alice):
 
 def test_a_run_is_saved_again_once_a_second_has_passed(alice):
     run = Run.objects.create(reader=alice, state=Run.State.RUNNING)
-    clock = Clock()
+    clock = HandClock(0.0)
     saver = RunSaver(clock=clock)
     status = _status(run)
     saver.mark(status)
@@ -73,7 +66,7 @@ def test_a_run_is_saved_again_once_a_second_has_passed(alice):
 
 def test_the_final_flush_is_immediate_and_complete(alice):
     run = Run.objects.create(reader=alice, state=Run.State.RUNNING)
-    clock = Clock()
+    clock = HandClock(0.0)
     saver = RunSaver(clock=clock)
     status = _status(run)
     saver.mark(status)
@@ -89,7 +82,7 @@ def test_the_final_flush_is_immediate_and_complete(alice):
 
 def test_a_watched_running_run_gets_a_heartbeat(alice):
     run = Run.objects.create(reader=alice, state=Run.State.RUNNING)
-    clock = Clock()
+    clock = HandClock(0.0)
     saver = RunSaver(clock=clock, heartbeat=10)
     status = _status(run)
     saver.watch(status)
@@ -104,7 +97,7 @@ def test_a_watched_running_run_gets_a_heartbeat(alice):
 def test_each_run_has_its_own_second(alice):
     first = Run.objects.create(reader=alice, state=Run.State.RUNNING)
     second = Run.objects.create(reader=alice, state=Run.State.RUNNING)
-    clock = Clock()
+    clock = HandClock(0.0)
     saver = RunSaver(clock=clock)
     a, b = _status(first), _status(second)
     saver.mark(a)
