@@ -2,8 +2,8 @@
 
 One function decides (`check_url`, or `acheck_url` on the browser's loop); the
 page guard and the action views both go through it, and it judges addresses with
-the safe fetcher's own rule (newsroom.fetch.addresses), so pages and fetches
-refuse the same addresses.
+the egress proxy's `verdict` (the safe fetcher's rule, newsroom.fetch.addresses),
+so pages, the proxy and fetches refuse the same addresses.
 """
 
 from __future__ import annotations
@@ -14,16 +14,11 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from newsroom.fetch.addresses import blocked_reason
+from sessions_app.egress import verdict
 
 
 class Refused(Exception):
     """The URL may not be loaded; str() says why in plain words."""
-
-
-def address_refused(ip: str) -> str | None:
-    """Why `ip` is not a public address, or None: the fetcher's own rule."""
-    return blocked_reason(ip)
 
 
 def _split(url: str) -> tuple[str, str, int]:
@@ -42,13 +37,12 @@ def _split(url: str) -> tuple[str, str, int]:
 def _verdict(host: str, addresses: list[str]) -> None:
     if not addresses:
         raise Refused(f"{host} does not resolve to any address")
-    for ip in addresses:
-        why = address_refused(ip)
-        if why:
-            raise Refused(
-                f"{host} resolves to {ip}, {why}; Newsroom does not open pages on private "
-                "networks (NEWSROOM_ALLOW_PRIVATE_NETWORKS=1 allows it)"
-            )
+    why = verdict(host, addresses)  # the egress proxy's own rule
+    if why:
+        raise Refused(
+            f"{why}; Newsroom does not open pages on private networks "
+            "(NEWSROOM_ALLOW_PRIVATE_NETWORKS=1 allows it)"
+        )
 
 
 def private_allowed() -> bool:
