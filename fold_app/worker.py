@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import OperationalError, close_old_connections, connection, connections
+from django.db import OperationalError, connection, connections
 from django.db.models import Max, Q
 from django.utils import timezone
 
@@ -43,6 +43,7 @@ from newsroom.dbretry import (
     describe,
     drop_broken_connection,
     is_connection_error,
+    refresh_connection,
 )
 
 log = logging.getLogger("fold_app.worker")
@@ -515,7 +516,7 @@ class Worker:
         """One supervised pass with its errors handled; the seconds to wait
         before the next: the tick, or the backoff while the database is away."""
         try:
-            _refresh_connection()
+            refresh_connection()
             outcome = self.supervised_pass(stop)
         except Exception as e:  # noqa: BLE001 - a worker that died here would stop folding for good
             if stop is not None and stop.is_set():
@@ -528,14 +529,6 @@ class Worker:
         if not outcome.deferred:  # a deferral may be the outage itself
             self.outage.recovered()
         return tick
-
-
-def _refresh_connection() -> None:
-    # A long-running loop must honour CONN_MAX_AGE and drop broken connections
-    # itself, as Django does per request. Inside a transaction (a test's) the
-    # connection is not ours to close.
-    if not connection.in_atomic_block:
-        close_old_connections()
 
 
 def run_in_thread(worker: Worker, stop: threading.Event, **kwargs) -> None:

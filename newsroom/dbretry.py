@@ -23,7 +23,12 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from django.db import InterfaceError, OperationalError, connection
+from django.db import (
+    InterfaceError,
+    OperationalError,
+    close_old_connections,
+    connection,
+)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -66,6 +71,14 @@ def describe(error: BaseException) -> str:
     """The error on one line (psycopg's messages run over several)."""
     lines = str(error).strip().splitlines()
     return lines[0].strip() if lines else type(error).__name__
+
+
+def refresh_connection() -> None:
+    """What Django does per request, for long-running loops: drop this thread's
+    connection if it is broken or past CONN_MAX_AGE. Inside a transaction (a
+    test's) the connection is not ours to close."""
+    if not connection.in_atomic_block:
+        close_old_connections()
 
 
 def drop_broken_connection() -> None:

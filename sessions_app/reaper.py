@@ -15,9 +15,13 @@ from datetime import datetime
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import close_old_connections
 
-from newsroom.dbretry import Outage, drop_broken_connection, is_connection_error
+from newsroom.dbretry import (
+    Outage,
+    drop_broken_connection,
+    is_connection_error,
+    refresh_connection,
+)
 from sessions_app import browser as host_mod
 from sessions_app.limits import reclaim_count, session_cap
 from sessions_app.models import BrowserSession
@@ -167,7 +171,7 @@ class ReaperService:
         self.reaper = reaper or Reaper()
 
     def _sweep(self, every: float) -> float:
-        close_old_connections()
+        refresh_connection()
         return self.reaper.round(every)[1]
 
     async def run(self, stop: asyncio.Event) -> None:

@@ -27,7 +27,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections, connection
+from django.db import connection
 from django.utils import timezone
 
 from newsroom.dbretry import (
@@ -35,6 +35,7 @@ from newsroom.dbretry import (
     describe,
     drop_broken_connection,
     is_connection_error,
+    refresh_connection,
 )
 from newsroom.ops.models import Heartbeat
 
@@ -190,7 +191,7 @@ class Heartbeats:
         """`beat()` that never raises: a database outage is said once (and its
         end), another error is logged with its traceback. True: written."""
         try:
-            _refresh_connection()
+            refresh_connection()
             self.beat()
         except Exception as e:  # noqa: BLE001 - the thread must go on beating
             if is_connection_error(e):
@@ -247,7 +248,7 @@ class Heartbeats:
 
     def _final_beat(self) -> None:
         try:
-            _refresh_connection()
+            refresh_connection()
             self.beat()
         except Exception as e:
             log.warning("heartbeat stop not written: %s", describe(e))
@@ -257,13 +258,6 @@ class Heartbeats:
             self._final_beat()
         finally:
             connection.close()
-
-
-def _refresh_connection() -> None:
-    # Long-lived loops drop broken or aged connections themselves, as Django
-    # does per request; inside a transaction (a test's) it is not ours to close.
-    if not connection.in_atomic_block:
-        close_old_connections()
 
 
 _heartbeats: Heartbeats | None = None

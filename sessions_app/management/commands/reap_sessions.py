@@ -6,8 +6,8 @@ import signal
 import threading
 
 from django.core.management.base import BaseCommand
-from django.db import close_old_connections
 
+from newsroom.dbretry import refresh_connection
 from newsroom.ops.heartbeat import REAPER, heartbeats
 from sessions_app.reaper import SHUTDOWN_REASON, Reaper, sweep_interval
 
@@ -49,7 +49,7 @@ class Command(BaseCommand):
                 self.stdout.flush()
             if once or stop.wait(wait):
                 break
-            close_old_connections()  # a long-lived loop: drop broken connections
+            refresh_connection()  # a long-lived loop: drop broken connections
         if not once:
             closed = reaper.shutdown()
             self.stdout.write(f"closed {len(closed)} sessions: {SHUTDOWN_REASON}")
